@@ -110,6 +110,9 @@ class FlowTracker:
         # Each connection's newest row: where a fault the proxy injected is told.
         self._latest: dict[int, Flow] = {}
         self._stderr = ServerStderrs()
+        self.on_output: Optional[Callable[[ProcessOutput], None]] = None
+        """Told every chunk a wrapped server wrote to its stderr, as it is read (the
+        ``server_stderr`` table of `query` and `export --format parquet`)."""
         self.also_changed: list[Flow] = []
         """With ``keep``: rows an event settled besides the one `apply` returns (the requests
         a gap or a close let go), for a view that shows its rows to show them again; its
@@ -159,6 +162,8 @@ class FlowTracker:
             return self._settled(flow)
         if isinstance(event, ProcessOutput):
             self._stderr.add(event)
+            if self.on_output is not None:
+                self.on_output(event)
             return None
         if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)

@@ -4,7 +4,9 @@
 decoded (golem_proxy/live/late_answers.py), read here, never derived again.
 
 `show` puts the words after a row's status, `show --json` has them as ``late`` and
-``answer_of``, the TUI's detail under the flow, and `check` warns of each.
+``answer_of``, the TUI's detail under the flow, and `check` warns of each; the live log says
+them on the exchange's line, in the same words (`late_words`, `answer_of_words`: it has no
+rows to name a call or an exchange by).
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from ..events import AnswerOf
+from ..events import AnswerOf, FrameSeen, ToolCallRef
 from .flows import Flow
 from .tool_calls import CallKey, attribution_refs, tool_call_name
 
-__all__ = ["answer_of", "answer_of_text", "is_late", "late_text"]
+__all__ = [
+    "answer_of",
+    "answer_of_text",
+    "answer_of_words",
+    "is_late",
+    "late_text",
+    "late_words",
+    "misread_words",
+]
 
 
 def is_late(flow: Flow) -> bool:
@@ -36,7 +46,12 @@ def late_text(flow: Flow, rows: Mapping[CallKey, int] = {}) -> Optional[str]:
     it, else by tool and MCP id); None for an answer in time."""
     if not is_late(flow):
         return None
-    refs = attribution_refs(flow) or ()
+    return late_words(attribution_refs(flow) or (), rows)
+
+
+def late_words(refs: Sequence[ToolCallRef], rows: Mapping[CallKey, int] = {}) -> str:
+    """``late: after its tool call #7 returned`` for a late answer of the tool calls ``refs``
+    (each by its row where ``rows`` knows it, else by tool and MCP id)."""
     named = ", ".join(
         f"#{rows[(ref.conn, ref.index)]}" if (ref.conn, ref.index) in rows else tool_call_name(ref)
         for ref in refs
@@ -54,6 +69,13 @@ def answer_of_text(
     found = answer_of(flow)
     if found is None:
         return None
+    return answer_of_words(found, number, own)
+
+
+def answer_of_words(found: AnswerOf, number: Optional[int] = None, own: Sequence[int] = ()) -> str:
+    """``its result is #8's answer (execute_python), not its own: …`` for a tool call whose
+    result is the answer of the GOLEM exchange ``found`` (by its row ``number`` where known,
+    else by route and connection)."""
     where = f"#{number}" if number is not None else f"{found.route} conn {found.conn}"
     whose = found.tool or found.method or "?"
     mine = "its own " + ", ".join(f"#{n}'s" for n in own) if own else "its own"
@@ -61,3 +83,13 @@ def answer_of_text(
         f"its result is {where}'s answer ({whose}), not {mine}: "
         "the server reads answers out of order"
     )
+
+
+def misread_words(response: FrameSeen, calls: Sequence[ToolCallRef] = ()) -> Optional[str]:
+    """What an exchange's line says of its answer ``response`` where no rows name calls or
+    exchanges (the live log): `late_words` of ``calls`` (its request's) for a late GOLEM
+    answer, `answer_of_words` for a tool call whose result is another exchange's answer;
+    None for any other answer."""
+    if response.answer_of is not None:
+        return answer_of_words(response.answer_of)
+    return late_words(calls) if response.late else None

@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory for streams and images (created if missing); file for jsonl "
         "(default: stdout), pcapng and parquet",
     )
+    parser.add_argument(
+        "--table",
+        choices=("flows", "server_stderr"),
+        default="flows",
+        help="with --format parquet, the table: flows (default), or server_stderr, each line "
+        "a wrapped MCP server wrote to its stderr (docs/interop.md)",
+    )
     add_overwrite(parser, "jsonl, pcapng or parquet file")
 
 
@@ -67,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} needs --out DIR")
     if args.format in ("pcapng", "parquet") and not args.out:
         return fail(f"--format {args.format} needs --out FILE")
+    if args.table != "flows" and args.format != "parquet":
+        return fail("--table is for --format parquet")
     if args.format in ("jsonl", "pcapng", "parquet"):
         check_output(args.out, overwrite=args.overwrite, inputs=[args.file])
     trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
@@ -77,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             elif args.format == "pcapng":
                 code = _export_pcapng(trace, args.out, args.overwrite)
             elif args.format == "parquet":
-                code = _export_parquet(trace, args.out)
+                code = _export_parquet(trace, args.out, args.table)
             elif args.format == "images":
                 code = _export_images(trace, args.out)
             else:
@@ -238,13 +247,15 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
     return EXIT_OK
 
 
-def _export_parquet(trace: FlowReader, out: str) -> int:
-    """Write the flows of ``trace`` to ``out`` as Parquet (its ``trace`` column names the
-    recording: `flow_table.trace_name`), and say so on stderr. Returns the exit code; raises
-    TraceError and OSError."""
+def _export_parquet(trace: FlowReader, out: str, table: str) -> int:
+    """Write the ``table`` of ``trace`` (its flows, or the lines its server wrote to its
+    stderr) to ``out`` as Parquet (its ``trace`` column names the recording:
+    `flow_table.trace_name`), and say so on stderr. Returns the exit code; raises TraceError
+    and OSError."""
     try:
-        count = write_parquet(trace, out)
+        count = write_parquet(trace, out, table)
     except FlowTableError as exc:
         return fail(f"cannot write {out} ({exc})")
-    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
+    what = "lines of the server's stderr" if table == "server_stderr" else "flows"
+    console(stderr=True).print(Text(f"wrote {count} {what} to {safe_text(out)}"))
     return EXIT_OK

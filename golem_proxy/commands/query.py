@@ -30,14 +30,16 @@ from ._common import (
 )
 
 NAME = "query"
-HELP = "run SQL over the flows of many traces (recordings or Parquet exports) with DuckDB"
+HELP = "run SQL over the flows (and servers' stderr) of many traces, with DuckDB"
 ORDER = 35
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     columns = ", ".join(name for name, _ in COLUMNS)
     parser.description = (
-        f"Run SQL over a view named flows, one row per flow of every trace given ({columns})."
+        f"Run SQL over a view named flows, one row per flow of every trace given ({columns}), "
+        "and server_stderr, one row per line an MCP server wrote to its stderr (trace, route, "
+        "conn, t, text)."
     )
     parser.add_argument("sql", metavar="SQL", help="the query, e.g. 'SELECT method, count(*) "
                         "FROM flows GROUP BY method'")  # fmt: skip

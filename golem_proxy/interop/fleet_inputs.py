@@ -1,7 +1,8 @@
 """What `query` is given, checked before it reads anything: a file named twice (overlapping
 globs, ``runs/*.jsonl runs/a*.jsonl``) is read once, and a Parquet file that no export wrote
 is refused, where DuckDB would have merged its columns with the flows' (its rows with a null
-``trace``, or a query failing on a column of another type)."""
+``trace``, or a query failing on a column of another type). An export of the
+``server_stderr`` table (`stderr_table`) goes to that view."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 from ..analysis.trace import TraceError
 from ..terminal import safe_text
 from .flow_table import ADDED_COLUMNS, COLUMNS, one_line
+from .stderr_table import STDERR_COLUMNS
 
-__all__ = ["check_exports", "distinct_files", "export_problem"]
+__all__ = ["check_exports", "distinct_files", "export_problem", "export_table"]
 
 
 def distinct_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -61,12 +63,26 @@ def export_problem(columns: Sequence[tuple[str, str]]) -> str | None:
     return None
 
 
-def check_exports(paths: Sequence[str]) -> None:
-    """Refuse the first of the Parquet files ``paths`` that `export --format parquet` did not
-    write (`export_problem`), or that is no Parquet file. Reads their schemas only. Raises
-    TraceError naming the file."""
+def export_table(columns: Sequence[tuple[str, str]]) -> tuple[str, str | None]:
+    """Which table a Parquet file with ``columns`` holds: ``server_stderr`` when it has that
+    table's columns by name, else ``flows``; and why it is not one `export --format parquet`
+    wrote (None when it is)."""
+    if {name for name, _ in columns} == {name for name, _ in STDERR_COLUMNS}:
+        known = dict(STDERR_COLUMNS)
+        for name, kind in columns:
+            if kind != known[name]:
+                return "server_stderr", f"its column {name} is {kind}, not {known[name]}"
+        return "server_stderr", None
+    return "flows", export_problem(columns)
+
+
+def check_exports(paths: Sequence[str]) -> dict[str, str]:
+    """Which table each of the Parquet files ``paths`` holds (`export_table`), by path;
+    refuses the first that `export --format parquet` did not write, or that is no Parquet
+    file. Reads their schemas only. Raises TraceError naming the file."""
+    tables: dict[str, str] = {}
     if not paths:
-        return
+        return tables
     import duckdb  # imported here: only these commands need the engine
 
     with duckdb.connect(":memory:") as db:
@@ -78,8 +94,10 @@ def check_exports(paths: Sequence[str]) -> None:
                 found = db.execute(f"DESCRIBE SELECT * FROM read_parquet({quoted})").fetchall()
             except duckdb.Error as exc:
                 raise TraceError(f"{path}: not a Parquet file ({one_line(exc)})") from None
-            problem = export_problem([(str(row[0]), str(row[1])) for row in found])
+            table, problem = export_table([(str(row[0]), str(row[1])) for row in found])
             if problem is not None:
                 raise TraceError(
                     f"{path}: not a Parquet file written by export --format parquet ({problem})"
                 )
+            tables[path] = table
+    return tables

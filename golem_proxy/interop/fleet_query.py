@@ -1,5 +1,6 @@
 """SQL over many traces at once: recordings (read through the analysis API, as `show` reads
-them) and Parquet files written by `export --format parquet`, all in one ``flows`` view."""
+them) and Parquet files written by `export --format parquet`, all in one ``flows`` view, and
+what their MCP servers wrote to stderr in one ``server_stderr`` view (`stderr_table`)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from .flow_table import (
     one_line,
     private_directory,
     rows_relation,
+    trace_name,
     write_rows,
 )
 from .row_cache import RowFile, cached_row_file, cached_rows, prepare_cache, rows_into_cache
+from .stderr_table import STDERR_COLUMNS, StderrRows
 
 __all__ = ["QueryResult", "chunked", "run_query", "worker_count"]
 
@@ -49,18 +52,33 @@ def _quote(path: str) -> str:
 
 def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:
     """The rows of the recordings of ``piece``, in order, in one new private file in
-    ``directory`` named by ``index``. Raises TraceError and OSError."""
+    ``directory`` named by ``index``, and their ``server_stderr`` rows in another. Raises
+    TraceError and OSError."""
     path = os.path.join(directory, f"rows-{index}.jsonl")
+    stderr_path = os.path.join(directory, f"stderr-{index}.jsonl")
     notes: list[str] = []
-    longest = 0
-    with open_private(path) as stream:
+    longest = stderr_longest = lines = 0
+    with open_private(path) as stream, open_private(stderr_path) as errors:
         for recording in piece:
             with open_flows(recording) as trace:
+                stderr = StderrRows(trace_name(trace), errors)
+                trace.tracker.on_output = stderr.add
                 written = write_rows(flow_rows(trace), stream)
                 longest = max(longest, written.longest)
+                said = stderr.finish()
+                lines += said.rows
+                stderr_longest = max(stderr_longest, said.longest)
                 notes += reading_notes(trace)
     return [
-        RowFile(path, scratch=True, recordings=tuple(piece), notes=tuple(notes), longest=longest)
+        RowFile(
+            path,
+            scratch=True,
+            recordings=tuple(piece),
+            notes=tuple(notes),
+            longest=longest,
+            stderr=stderr_path if lines else None,
+            stderr_longest=stderr_longest,
+        )
     ]
 
 
@@ -158,7 +176,8 @@ def run_query(
     jobs: int = 0,
     cache: Optional[str] = None,
 ) -> int:
-    """Run ``sql`` over the ``flows`` of ``traces`` (recordings, and ``.parquet`` files) and
+    """Run ``sql`` over the ``flows`` and ``server_stderr`` of ``traces`` (recordings, and
+    ``.parquet`` files) and
     hand the result to ``consume`` while the database is open. Returns the number of files
     read. Recordings are read by ``jobs`` processes (0: one per core); with a ``cache``
     folder their rows are kept there and read from there while they stay the same
@@ -174,49 +193,64 @@ def run_query(
     distinct, repeated = distinct_files(traces)
     parquet = [path for path in distinct if path.endswith(".parquet")]
     recordings = [path for path in distinct if not path.endswith(".parquet")]
-    check_exports(parquet)  # before the recordings are read: refused at once
+    tables = check_exports(parquet)  # before the recordings are read: refused at once
     if repeated and notes is not None:
         notes(repeated)
     with private_directory(tempfile.gettempdir()) as directory:
         # Every column, none of the rows, first: a Parquet file exported before a column was
         # added reads it as null, alone as beside others.
-        parts = [_NO_FLOWS]
+        parts = [_no_rows(COLUMNS)]
+        stderr_parts = [_no_rows(STDERR_COLUMNS)]
         row_files: list[RowFile] = []
         try:
             if recordings:
                 row_files = _row_files(recordings, directory, cache, jobs, progress)
                 longest = max(row.longest for row in row_files)
                 parts.append(rows_relation([row.path for row in row_files], longest))
+                said = [row for row in row_files if row.stderr is not None]
+                if said:
+                    paths = [row.stderr for row in said if row.stderr is not None]
+                    longest = max(row.stderr_longest for row in said)
+                    stderr_parts.append(rows_relation(paths, longest, STDERR_COLUMNS))
                 if notes is not None:
                     notes([note for row in row_files for note in row.notes])
-            if parquet:
-                files = ", ".join(_quote(path) for path in parquet)
-                parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
+            for table, into in (("flows", parts), ("server_stderr", stderr_parts)):
+                files = ", ".join(_quote(path) for path in parquet if tables[path] == table)
+                if files:
+                    into.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
+            views = {
+                "flows": " UNION ALL BY NAME ".join(parts),
+                "server_stderr": " UNION ALL BY NAME ".join(stderr_parts),
+            }
             try:
-                _run_sql(sql, " UNION ALL BY NAME ".join(parts), directory, consume)
+                _run_sql(sql, views, directory, consume)
             except FlowTableError as exc:
                 raise FlowTableError(_named(str(exc), row_files)) from None
         finally:
             for row in row_files:
-                if row.scratch:  # a cache's scratch file; the private ones go with the folder
-                    with contextlib.suppress(OSError):
-                        os.unlink(row.path)
+                if row.scratch:  # a cache's scratch files; the private ones go with the folder
+                    for path in (row.path, row.stderr):
+                        if path is not None:
+                            with contextlib.suppress(OSError):
+                                os.unlink(path)
     return len(distinct)
 
 
-_NO_FLOWS = (
-    "SELECT "
-    + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in COLUMNS)
-    + " WHERE false"
-)
+def _no_rows(columns: tuple[tuple[str, str], ...]) -> str:
+    return (
+        "SELECT "
+        + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns)
+        + " WHERE false"
+    )
 
 
 def _named(message: str, row_files: list[RowFile]) -> str:
     """An engine's ``message`` with the files of rows it names replaced by the recordings
     they hold: the user gave those, and the files are gone once the query ends."""
     for row in row_files:
-        if row.path in message:
-            message = message.replace(row.path, "the rows of " + ", ".join(row.recordings))
+        for path in (row.path, row.stderr):
+            if path is not None and path in message:
+                message = message.replace(path, "the rows of " + ", ".join(row.recordings))
     return message
 
 
@@ -234,16 +268,19 @@ def _check_sql(sql: str) -> None:
         raise FlowTableError("no SQL statement to run: the query is empty or only comments")
 
 
-def _run_sql(sql: str, flows: str, directory: str, consume: Callable[[QueryResult], None]) -> None:
-    """Run ``sql`` with ``flows`` as the view of that name, spilling to ``directory``, and
-    hand the result to ``consume``. Raises FlowTableError."""
+def _run_sql(
+    sql: str, views: dict[str, str], directory: str, consume: Callable[[QueryResult], None]
+) -> None:
+    """Run ``sql`` with each of ``views`` (SQL by name) as a view of that name, spilling to
+    ``directory``, and hand the result to ``consume``. Raises FlowTableError."""
     import duckdb  # imported here: only these commands need the engine
 
     try:
         with duckdb.connect(":memory:") as db:
             # What DuckDB spills to disk stays in the private directory too.
             db.execute(f"SET temp_directory = {_quote(directory)}")
-            db.execute(f"CREATE VIEW flows AS {flows}")
+            for name, relation in views.items():
+                db.execute(f"CREATE VIEW {name} AS {relation}")
             cursor = db.execute(sql)
             description = cursor.description or []
             columns = [str(column[0]) for column in description]

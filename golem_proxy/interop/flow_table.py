@@ -20,6 +20,7 @@ from typing import IO, Any, NamedTuple, Optional
 
 from ..analysis.trace import FlowReader, numbers_named
 from ..analysis.two_layer_json import layered_json
+from ..events import ProcessOutput
 from ..recording.files import check_replaceable
 from ..recording.format import DEFAULT_MAX_LINE
 
@@ -90,9 +91,10 @@ class FlowTableError(Exception):
     """DuckDB refused a query or a file; the message is one line."""
 
 
-def column_spec() -> str:
-    """The columns as a DuckDB ``read_json`` ``columns`` struct."""
-    return "{" + ", ".join(f"{name!r}: {kind!r}" for name, kind in COLUMNS) + "}"
+def column_spec(columns: tuple[tuple[str, str], ...] = COLUMNS) -> str:
+    """The ``columns`` (the flows' by default) as a DuckDB ``read_json`` ``columns``
+    struct."""
+    return "{" + ", ".join(f"{name!r}: {kind!r}" for name, kind in columns) + "}"
 
 
 TRACE_DIGITS = 16
@@ -219,17 +221,22 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 """The most a Parquet row group the export writes holds (DuckDB's ``ROW_GROUP_SIZE_BYTES``)."""
 
 
-def rows_relation(paths: str | list[str], longest: int = MAX_ROW) -> str:
-    """SQL reading files of rows written by `write_rows` with the table's column types, the
-    longest row ``longest`` bytes (`RowsWritten.longest`; unknown: the longest a recording may
-    hold). The engine sizes its buffers by it: 384 MiB each for `MAX_ROW`, where a trace of
-    16 MiB captures needs 16 (on such a trace, a query's peak RSS 725 MiB against 261)."""
+def rows_relation(
+    paths: str | list[str],
+    longest: int = MAX_ROW,
+    columns: tuple[tuple[str, str], ...] = COLUMNS,
+) -> str:
+    """SQL reading files of rows written by `write_rows` with the types of ``columns`` (the
+    flows' by default), the longest row ``longest`` bytes (`RowsWritten.longest`; unknown:
+    the longest a recording may hold). The engine sizes its buffers by it: 384 MiB each for
+    `MAX_ROW`, where a trace of 16 MiB captures needs 16 (on such a trace, a query's peak RSS
+    725 MiB against 261)."""
     names = [paths] if isinstance(paths, str) else paths
     quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in names)
     size = min(max(longest + 1, SMALLEST_BUFFER), MAX_ROW)
     return (
         f"SELECT * FROM read_json([{quoted}], format = 'newline_delimited', "
-        f"maximum_object_size = {size}, columns = {column_spec()})"
+        f"maximum_object_size = {size}, columns = {column_spec(columns)})"
     )
 
 
@@ -247,18 +254,30 @@ def private_directory(where: str) -> Iterator[str]:
             os.rmdir(directory)
 
 
-def write_parquet(trace: FlowReader, out: str) -> int:
-    """Write the flows of ``trace`` to ``out`` as a Parquet file of `COLUMNS` (mode 0600,
-    renamed into place once whole). Returns the row count. Raises TraceError, OSError and
-    FlowTableError."""
+def write_parquet(trace: FlowReader, out: str, table: str = "flows") -> int:
+    """Write the rows of ``trace``'s ``table`` to ``out`` as a Parquet file (mode 0600,
+    renamed into place once whole): its flows (`COLUMNS`), or ``server_stderr``, the lines
+    its server wrote to its stderr (`stderr_table`). Returns the row count. Raises
+    TraceError, OSError and FlowTableError."""
     import duckdb  # imported here: only these commands need the engine
+
+    from .stderr_table import STDERR_COLUMNS, StderrRows
 
     check_replaceable(out)
     with private_directory(os.path.dirname(out) or ".") as directory:
         rows_path = os.path.join(directory, "rows.jsonl")
         fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as stream:
-            written = write_rows(flow_rows(trace), stream)
+            if table == "server_stderr":
+                columns = STDERR_COLUMNS
+                lines = StderrRows(trace_name(trace), stream)
+                for event in trace.events():
+                    if isinstance(event, ProcessOutput):
+                        lines.add(event)
+                written = lines.finish()
+            else:
+                columns = COLUMNS
+                written = write_rows(flow_rows(trace), stream)
         temp = os.path.join(directory, "flows.parquet")
         quoted = temp.replace("'", "''")
         # One thread, row groups of at most `ROW_GROUP_BYTES`: the engine holds a row group
@@ -266,7 +285,7 @@ def write_parquet(trace: FlowReader, out: str) -> int:
         # was the whole trace (40 of them: 1.8 GiB at the peak, 0.4 GiB so).
         # Read with buffers for the longest row written, not the longest a recording may
         # hold (`MAX_ROW`: 384 MiB a buffer).
-        copy = f"COPY ({rows_relation(rows_path, written.longest)}) TO '{quoted}' "
+        copy = f"COPY ({rows_relation(rows_path, written.longest, columns)}) TO '{quoted}' "
         copy += f"(FORMAT parquet, ROW_GROUP_SIZE_BYTES '{ROW_GROUP_BYTES}B')"
         try:
             with duckdb.connect(":memory:", config={"threads": 1}) as db:

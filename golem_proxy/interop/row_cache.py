@@ -10,7 +10,9 @@ emptied. Rows of a recording that changed while it was read, or that is still be
 written (`OpenedRecording.being_written`), are used once and not kept.
 What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
 beside its rows (``.notes.json``), so that a query from the cache says it too, with the length
-of its longest row (the engine's buffers are sized by it).
+of its longest row (the engine's buffers are sized by it). The rows of its ``server_stderr``
+table (`stderr_table`), when its server wrote any, are kept beside them too
+(``.stderr.jsonl``).
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from golem_core.regular_files import read_regular
 from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import open_flows
 from ..recording.files import open_private
-from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, write_rows
+from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, trace_name, write_rows
+from .stderr_table import LONGEST, StderrRows
 
 __all__ = ["RowFile", "cached_row_file", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 8
+READING = 9
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
@@ -47,9 +50,11 @@ header's digest, `flow_table.trace_name`; 8: a failure whose code is a bare numb
 ``error (code 0)``, not ``0``) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
-for current."""
+for current; 9: the ``server_stderr`` rows are kept beside them (a file cached before has
+none)."""
 _SUFFIX = ".rows.jsonl"
 _NOTES = ".notes.json"
+_STDERR = ".stderr.jsonl"
 _NOTES_MAX = 1024 * 1024
 """What is said of a recording's rows is its few reading notes and a number: a file larger
 than this is not one we wrote."""
@@ -69,6 +74,11 @@ class RowFile:
     """What reading its recordings noted (`reading_notes`), to be said once the query runs."""
     longest: int = MAX_ROW
     """Its longest row's bytes, when known (`flow_table.rows_relation` sizes buffers by it)."""
+    stderr: Optional[str] = None
+    """The file of the same recordings' ``server_stderr`` rows, when their servers wrote
+    any (`stderr_table`)."""
+    stderr_longest: int = MAX_ROW
+    """The longest of those rows' bytes, when known."""
 
 
 def prepare_cache(directory: str) -> None:
@@ -114,6 +124,10 @@ def _notes_path(rows: str) -> str:
     return rows[: -len(_SUFFIX)] + _NOTES
 
 
+def _stderr_path(rows: str) -> str:
+    return rows[: -len(_SUFFIX)] + _STDERR
+
+
 def cached_row_file(rows: str, recording: str) -> RowFile:
     """The cached ``rows`` of ``recording`` with what is kept beside them: the notes (none
     when there are none, or they cannot be read) and the longest row (none kept: shorter than
@@ -135,22 +149,43 @@ def cached_row_file(rows: str, recording: str) -> RowFile:
     notes = (
         tuple(note for note in found if isinstance(note, str)) if isinstance(found, list) else ()
     )
-    return RowFile(rows, scratch=False, recordings=(recording,), notes=notes, longest=longest)
+    stderr: Optional[str] = _stderr_path(rows)
+    try:
+        kept_stderr = os.lstat(_stderr_path(rows))
+    except OSError:
+        stderr = None  # its server wrote nothing
+    else:
+        # As the rows: only a plain file of this user's.
+        if not S_ISREG(kept_stderr.st_mode) or kept_stderr.st_uid != _USER:
+            stderr = None
+    return RowFile(
+        rows,
+        scratch=False,
+        recordings=(recording,),
+        notes=notes,
+        longest=longest,
+        stderr=stderr,
+        stderr_longest=LONGEST,
+    )
 
 
 def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
     """Read each of ``recordings`` and write its rows to its file in ``directory`` (under a
     temporary name, renamed once whole and only when the recording did not change while it
-    was read). Raises TraceError and OSError."""
+    was read), its ``server_stderr`` rows beside them. Raises TraceError and OSError."""
     done = []
     for recording in recordings:
         with open_flows(recording) as trace:
             before = os.fstat(trace.fileno())  # the file being read, not one renamed over it
             final = os.path.join(directory, _name(recording, before))
             partial = f"{final}.{os.getpid()}.part"
+            partial_stderr = f"{_stderr_path(final)}.{os.getpid()}.part"
             try:
-                with open_private(partial) as stream:
+                with open_private(partial) as stream, open_private(partial_stderr) as errors:
+                    lines = StderrRows(trace_name(trace), errors)
+                    trace.tracker.on_output = lines.add
                     longest = write_rows(flow_rows(trace), stream).longest
+                    stderr = lines.finish()
                 after = os.stat(recording)
                 notes = tuple(reading_notes(trace))
                 # A file still being written is not kept either: its note says so, and
@@ -163,15 +198,29 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                     with open_private(_notes_path(final), overwrite=True) as stream:
                         stream.write(json.dumps(kept).encode("utf-8"))
             except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(partial)
+                for path in (partial, partial_stderr):
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
                 raise
+        stderr_path: Optional[str] = partial_stderr
+        if not stderr.rows:
+            os.unlink(partial_stderr)
+            stderr_path = None
+        elif current:  # before the rows: rows found have theirs beside them
+            stderr_path = _stderr_path(final)
+            os.replace(partial_stderr, stderr_path)
         if current:
             os.replace(partial, final)
         path = final if current else partial  # changed while read: used once, not kept
         done.append(
             RowFile(
-                path, scratch=not current, recordings=(recording,), notes=notes, longest=longest
+                path,
+                scratch=not current,
+                recordings=(recording,),
+                notes=notes,
+                longest=longest,
+                stderr=stderr_path,
+                stderr_longest=stderr.longest,
             )
         )
     return done

@@ -25,6 +25,7 @@ from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
 from .. import events
+from ..analysis.late_answers import misread_words
 from ..analysis.tool_calls import tool_call_name
 from ..events import Direction, Event
 from ..status_tone import (
@@ -141,11 +142,14 @@ class EventLog:
         return True
 
     def _unshown(self, exchange: events.ExchangeCompleted) -> bool:
-        """An exchange a quiet log leaves out: one that went well (not a problem)."""
+        """An exchange a quiet log leaves out: one that went well (not a problem). An answer
+        that came after its tool call returned, or a call's result that is another's answer,
+        is one, whatever its outcome."""
         return (
             self.verbosity < Verbosity.NORMAL
             and outcome_tone(exchange.outcome) is Tone.OK
             and not isinstance(exchange.request.message, Malformed)
+            and not (exchange.response.late or exchange.response.answer_of is not None)
         )
 
     def handle(self, event: Event) -> None:
@@ -354,6 +358,11 @@ class EventLog:
             text.append(f"  ⋯ {safe_text(down.route, _NAME)} went down at ", "yellow")
             text.append(f"{self._clock(down.since)}", "yellow")
         self._caller(text, exchange.request.tool_calls)
+        # Decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`), said
+        # in `show`'s words; last, so that the columns and the call stay where they are.
+        note = misread_words(exchange.response, exchange.request.tool_calls or ())
+        if note is not None:
+            text.append(f"  · {safe_text(note, 2 * _DETAIL)}", "bold yellow")
         return text
 
     @staticmethod

@@ -224,7 +224,7 @@ class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewAct
         result = self.model.apply(batch.events)
         if result.let_go:
             self._flows_let_go(on)
-        if self.resent_rows.awaited and result.changed:
+        if self.resent_rows.pending and result.changed:
             self.rows_sent_again(self.resent_rows.link(self.model.flows))
         if batch.finished and not batch.more:
             if self.finished_reason is None:  # nothing more comes: as `show` at a file's end

@@ -30,12 +30,12 @@ from ..live.frame_editor import EditorError, EditorResult, edit_in_editor, edito
 from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
 from ..released_payload import ReleasedPayload
-from ..terminal import format_latency, safe_text
+from ..terminal import safe_text
 from .app_mixin import AppMixin
 from .model import SessionModel
 from .payloads import PayloadReleased, payload_of
 from .resend_targets import ResendTargets, other_layer_note
-from .resent_rows import ResentRows
+from .resent_rows import AnswerNotice, ResentRows
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
@@ -247,21 +247,22 @@ class DebugActions(AppMixin):
             except PayloadReleased as exc:  # the marker stays, and says why
                 recorded, note = flow.response.payload, str(exc)
         self.last_resend = LastResend(flow.number, recorded, resent, note)
-        status = safe_text(resent.outcome.text, 200)
-        tail = f": {status} in {format_latency(resent.latency)} (D: the difference)"
+        notice = AnswerNotice(safe_text(resent.outcome.text, 200), resent.latency)
         if self.control is None and flow.route not in self.resend_targets.by_route:
-            # Sent to the plugin itself (tui FILE --target): no row comes of it.
-            text = f"flow {flow.number} sent again{tail}"
+            # Sent to the plugin itself (tui FILE --target): no row comes of it, the
+            # sender's latency is the only one.
+            text = f"flow {flow.number} sent again{notice.text()}"
             self.call_from_thread(self.notify, text, markup=False)
             return
-        self.call_from_thread(self._sent_again, flow, after, resent, tail, key)
+        self.call_from_thread(self._sent_again, flow, after, resent, notice, key)
 
     def _sent_again(
-        self, flow: Flow, after: int, resent: Resent, tail: str, key: str = "r"
+        self, flow: Flow, after: int, resent: Resent, notice: AnswerNotice, key: str = "r"
     ) -> None:
         """The answer came: look for the new row, which the notice names once it is found
-        (`resent_rows`). Its events may still be on their way: a batch that brings them
-        finds it, and the notice is said without it if it is long in coming."""
+        and answered, with its latency (`resent_rows`). Its events may still be on their
+        way: a batch that brings them finds it, and the notice is said without it if it is
+        long in coming."""
         rows = self.resent_rows
         rows.expect(
             flow.number,
@@ -270,7 +271,7 @@ class DebugActions(AppMixin):
             resent.method,
             resent.request,
             resent.request_id,
-            tail,
+            notice,
             key,
         )
         self.rows_sent_again(rows.link(self.model.flows))

@@ -10,6 +10,11 @@ The proxy publishes the new flow's events as they cross the wire; the TUI takes 
 next batch, before or after the sending thread has the answer. So the answer registers what
 to look for (`expect`: the route, the method, the payload sent with its fresh id), and each
 batch looks for it among the flows that came since the request was sent (`link`).
+
+The notice of the answer gives the new row's latency, once its answer is folded in: the one
+the proxy measured on the wire, as for every row (a request sent as a client of the proxy,
+as the TUI of an observing process sends it, took longer from the sender's side: two more
+hops). The sender's own measure is said only where no row comes of it.
 """
 
 from __future__ import annotations
@@ -19,14 +24,29 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..analysis.flows import Flow
+from ..terminal import format_latency
 
-__all__ = ["ResentRows"]
+__all__ = ["AnswerNotice", "ResentRows"]
 
 MOST_AWAITED = 16
 """Requests sent again whose row has not come yet that are looked for: one sent through a
 route whose tap failed never comes, and is not looked for forever."""
 FARTHEST = 5_000
 """Flows looked through for one request's row before it is given up."""
+
+
+@dataclass(frozen=True)
+class AnswerNotice:
+    """What the notice of an answer says after ``flow 5 sent again as #12``: its status and
+    a latency, the new row's where it is known, else ``measured``, the sender's."""
+
+    status: str
+    measured: float
+
+    def text(self, latency: Optional[float] = None) -> str:
+        """``: ok in 3.1 ms (D: the difference)``, in ``latency`` (None: ``measured``)."""
+        shown = self.measured if latency is None else latency
+        return f": {self.status} in {format_latency(shown)} (D: the difference)"
 
 
 @dataclass
@@ -41,11 +61,11 @@ class _Awaited:
     """The request as sent, with its fresh id."""
     request_id: Any
     looked: int = 0
-    notice: str = ""
+    notice: Optional[AnswerNotice] = None
+    """What to say of the answer, after ``flow 5 sent again as #12`` (None: said already,
+    without the row, which was long in coming)."""
     key: str = "r"
     """The key it was sent again by: ``r`` as recorded, ``E`` edited."""
-    """The end of what to say of the answer, after ``flow 5 sent again as #12`` ("": said
-    already, without the row, which was long in coming)."""
 
 
 class ResentRows:
@@ -59,6 +79,14 @@ class ResentRows:
         self.awaited: list[_Awaited] = []
         self.keys: dict[int, str] = {}
         """By the number of a flow that is a request sent again, the key that sent it."""
+        self._unsaid: list[tuple[int, Flow, AnswerNotice]] = []
+        """Rows found before their answer was folded in, with their origin and the notice
+        that waits for the row's latency."""
+
+    @property
+    def pending(self) -> bool:
+        """Whether a row is looked for, or a notice waits for its row's answer."""
+        return bool(self.awaited or self._unsaid)
 
     def expect(
         self,
@@ -68,13 +96,13 @@ class ResentRows:
         method: str,
         payload: bytes,
         request_id: Any,
-        notice: str = "",
+        notice: Optional[AnswerNotice] = None,
         key: str = "r",
     ) -> None:
         """The request of flow ``origin`` was sent again on ``route`` as ``payload`` (its id
         ``request_id``) when the newest flow was numbered ``after``: its row is looked for
-        in the flows that come (`link`); ``notice``, the end of what to say of the answer once
-        the row is found (``: ok in 3.1ms``); ``key``, the key that sent it (``r``, ``E``)."""
+        in the flows that come (`link`); ``notice``, what to say of the answer once the row
+        is found and answered; ``key``, the key that sent it (``r``, ``E``)."""
         self.awaited.append(
             _Awaited(origin, after, route, method, payload, request_id, 0, notice, key)
         )
@@ -82,8 +110,15 @@ class ResentRows:
 
     def link(self, flows: Sequence[Flow]) -> list[tuple[int, int, str]]:
         """Look for the awaited rows among the newest of ``flows`` (in number order). Returns
-        the links found now as (origin, new row, notice)."""
+        the links found now, and the rows found before whose answer came now, as (origin,
+        row, notice): the notice, with the row's latency, once it is answered ("" before, or
+        when it was said already)."""
         found: list[tuple[int, int, str]] = []
+        for unsaid in list(self._unsaid):
+            origin, flow, notice = unsaid
+            if flow.response is not None:
+                self._unsaid.remove(unsaid)
+                found.append((origin, flow.number, notice.text(flow.latency)))
         if not self.awaited or not flows:
             return found
         newest = flows[-1].number
@@ -91,10 +126,10 @@ class ResentRows:
             row = self._find(awaited, flows)
             if row is not None:
                 self.awaited.remove(awaited)
-                self.origin[row] = awaited.origin
-                self.keys[row] = awaited.key
-                self.copies.setdefault(awaited.origin, []).append(row)
-                found.append((awaited.origin, row, awaited.notice))
+                self.origin[row.number] = awaited.origin
+                self.keys[row.number] = awaited.key
+                self.copies.setdefault(awaited.origin, []).append(row.number)
+                found.append((awaited.origin, row.number, self._notice(awaited, row)))
                 continue
             awaited.looked += max(0, newest - awaited.after)
             awaited.after = max(awaited.after, newest)
@@ -102,9 +137,20 @@ class ResentRows:
                 self.awaited.remove(awaited)
         return found
 
+    def _notice(self, awaited: _Awaited, row: Flow) -> str:
+        """The notice of ``awaited``'s answer with ``row``'s latency; "" when said already,
+        or until ``row``'s answer is folded in (its events may come in a later batch)."""
+        if awaited.notice is None:
+            return ""
+        if row.response is None:
+            self._unsaid.append((awaited.origin, row, awaited.notice))
+            del self._unsaid[:-MOST_AWAITED]
+            return ""
+        return awaited.notice.text(row.latency)
+
     @staticmethod
-    def _find(awaited: _Awaited, flows: Sequence[Flow]) -> Optional[int]:
-        """The number of the first flow newer than ``awaited.after`` that is its request."""
+    def _find(awaited: _Awaited, flows: Sequence[Flow]) -> Optional[Flow]:
+        """The first flow newer than ``awaited.after`` that is its request."""
         newer: list[Flow] = []
         for flow in reversed(flows):  # the newest first: only those since it was sent
             if flow.number <= awaited.after:
@@ -117,9 +163,9 @@ class ResentRows:
             # The bytes sent, as the proxy saw them; or, redacted or let go from memory, the
             # fresh id they carried (a UUID for GOLEM).
             if request.payload == awaited.payload:
-                return flow.number
+                return flow
             if getattr(request.message, "id", None) == awaited.request_id:
-                return flow.number
+                return flow
         return None
 
     def note(self, number: int) -> str:
@@ -135,10 +181,15 @@ class ResentRows:
         return "; ".join(parts)
 
     def waiting_notice(self, origin: int) -> Optional[str]:
-        """The notice still unsaid of a request of flow ``origin`` whose row has not come,
-        to be said now without it (it is then said); None when none waits."""
+        """The notice still unsaid of a request of flow ``origin`` whose row, or whose row's
+        answer, has not come, to be said now (it is then said), in the sender's latency:
+        ``: ok in 3.1 ms …``, `` as #12: ok in …``; None when none waits."""
         for awaited in self.awaited:
-            if awaited.origin == origin and awaited.notice:
-                notice, awaited.notice = awaited.notice, ""
-                return notice
+            if awaited.origin == origin and awaited.notice is not None:
+                notice, awaited.notice = awaited.notice, None
+                return notice.text()
+        for unsaid in self._unsaid:
+            if unsaid[0] == origin:
+                self._unsaid.remove(unsaid)
+                return f" as #{unsaid[1].number}{unsaid[2].text()}"
         return None

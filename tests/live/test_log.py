@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, Profile
-from golem_proxy.events import Direction, Event, ExchangeCompleted, RouteDown
+from golem_proxy.events import (
+    AnswerOf,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    RouteDown,
+    ToolCallRef,
+)
 from golem_proxy.live.log import EventLog, Verbosity
 from golem_proxy.live.log_output import TerminalOutput
 from tests.support.frames import too_large_gap
@@ -212,3 +219,38 @@ def test_a_call_made_while_a_golem_route_was_down_says_so() -> None:
 def test_a_call_during_which_a_golem_route_went_down_says_so() -> None:
     line = _tools_call_line("response")
     assert "⋯ main went down at " in line and "down since" not in line
+
+
+def test_a_late_answer_and_a_result_read_from_another_call_are_problems_when_quiet() -> None:
+    """Both went well by their outcome (``ok``), and both are what a quiet log is for: the
+    exchange a server gave up on, and the call that returned another's answer to the model
+    (their lines at the default verbosity: tests/mcp_layer/test_mcp_late_answer.py)."""
+    sim = TapSimulator(GOLEM)
+    sim.open(1)
+    for ident in ("a", "b", "c"):
+        request = {"id": ident, "method": "scene.list_layers", "params": {}}
+        sim.send(1, Direction.C2S, frame(json.dumps(request).encode()))
+        sim.send(1, Direction.S2C, frame(json.dumps({"id": ident, "result": {}}).encode()))
+    plain, late, misread = [e for e in sim.events if isinstance(e, ExchangeCompleted)]
+    call = ToolCallRef(conn=7, index=2, id=3, tool="run_python")
+    late = dataclasses.replace(
+        late,
+        request=dataclasses.replace(late.request, tool_calls=(call,)),
+        response=dataclasses.replace(late.response, late=True),
+    )
+    of = AnswerOf(route="main", conn=1, index=1, method="scene.list_layers", tool="run_python")
+    misread = dataclasses.replace(
+        misread, response=dataclasses.replace(misread.response, answer_of=of)
+    )
+    buffer = io.StringIO()
+    quiet = EventLog(Console(file=buffer, width=300), GOLEM, Verbosity.QUIET)
+    assert [quiet.may_show(e) for e in (plain, late, misread)] == [False, True, True]
+    for exchange in (plain, late, misread):
+        quiet.handle(exchange)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("· late: after its tool call run_python (MCP id 3) returned")
+    assert lines[1].endswith(
+        "· its result is main conn 1's answer (run_python), not its own: the server reads "
+        "answers out of order"
+    )

@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import pytest
@@ -39,11 +39,12 @@ LATE_SEEN = b'"late\\n"'
 DEADLINE = 20.0
 
 
-def _session(command: list[str], record: Path) -> list[tuple[bool, str]]:
+def _session(command: list[str], record: Path, stderr: Path) -> list[tuple[bool, str]]:
     """Call a tool, the slow script (the server gives up), wait until the late answer is
-    recorded, then three more calls; return each call's ``isError`` and text."""
+    recorded, then three more calls; return each call's ``isError`` and text. The wrapper's
+    stderr (its live log) goes to ``stderr``."""
 
-    async def run() -> list[tuple[bool, str]]:
+    async def run(errlog: TextIO) -> list[tuple[bool, str]]:
         params = StdioServerParameters(command=command[0], args=command[1:], env=environment())
         outcomes: list[tuple[bool, str]] = []
 
@@ -52,7 +53,10 @@ def _session(command: list[str], record: Path) -> list[tuple[bool, str]]:
             text = result.content[0].model_dump().get("text", "") if result.content else ""
             outcomes.append((bool(result.isError), text))
 
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        async with (
+            stdio_client(params, errlog) as (read, write),
+            ClientSession(read, write) as client,
+        ):
             await client.initialize()
             await call("list_layers", {})
             await call("run_python", {"code": SLOW})
@@ -64,14 +68,16 @@ def _session(command: list[str], record: Path) -> list[tuple[bool, str]]:
             await call("list_layers", {})
         return outcomes
 
-    return anyio.run(run)
+    with stderr.open("w") as errlog:
+        return anyio.run(run, errlog)
 
 
 @pytest.mark.parametrize("observer", ["child-process", "in-process"])
 def test_a_late_answer_and_the_calls_that_read_it_are_named(tmp_path: Path, observer: str) -> None:
-    record = tmp_path / "r.jsonl"
+    record, stderr = tmp_path / "r.jsonl", tmp_path / "stderr"
     with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
-        outcomes = _session(wrapped(plugin, record, "--observer", observer, server=SERVER), record)
+        command = wrapped(plugin, record, "--observer", observer, server=SERVER)
+        outcomes = _session(command, record, stderr)
     # The scenario happened: the server gave up, then each call read the answer before it.
     assert outcomes[1][0] and "did not respond" in outcomes[1][1]
     assert not outcomes[2][0] and '"stdout": "late\\n"' in outcomes[2][1]
@@ -114,6 +120,23 @@ def test_a_late_answer_and_the_calls_that_read_it_are_named(tmp_path: Path, obse
     flat = " ".join(table.stdout.split())
     assert f"late: after its tool call #{run_python['number']} returned" in flat
     assert f"its result is #{slow['number']}'s answer (run_python), not its own" in flat
+
+    # The live log (the wrapper's stderr, at the default verbosity) says both on the lines
+    # of those exchanges, in the same words; no rows to name them by, so by tool and MCP id,
+    # and by route and connection.
+    log = stderr.read_text().splitlines()
+    [slow_line] = [line for line in log if "scripting.execute_python " in line]
+    said = f"late: after its tool call run_python (MCP id {run_python['id']}) returned"
+    assert f"· {said}" in slow_line, slow_line
+    [misread_line] = [line for line in log if "tools/call create_layer" in line]
+    assert (
+        f"· its result is {slow['route']} conn {slow['conn']}'s answer (run_python), not its "
+        "own: the server reads answers out of order"
+    ) in misread_line, misread_line
+    first_line = next(line for line in log if "scene.list_layers" in line)
+    assert "late" not in first_line and "its result is" not in first_line
+    misread_lines = [line for line in log if "· its result is" in line]
+    assert len(misread_lines) == len([row for row in rows if row.get("answer_of")]), log
 
     checked = run_cli("check", "--json", str(record))
     report = json.loads(checked.stdout)

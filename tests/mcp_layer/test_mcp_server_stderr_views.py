@@ -155,3 +155,57 @@ def test_the_tui_detail_of_the_row_shows_the_lines(died_at_start: Path) -> None:
             assert MISSING in text, text
 
     run(body())
+
+
+def test_sql_has_every_line_as_a_row_of_server_stderr(failed_noisily: Path, tmp_path: Path) -> None:
+    """`query` and `export --format parquet --table server_stderr`: every line the server
+    wrote, whole, with its time and the MCP hop's route and connection, as the flows name
+    them; the recording and its export give the same rows."""
+    logged = "SELECT route, conn, t, text FROM server_stderr WHERE text LIKE '%log line%' "
+    logged += "OR text LIKE 'ERROR%'"
+    queried = run_cli("query", logged, str(failed_noisily), "--json")
+    assert queried.returncode == 0, queried.stderr
+    rows = json_lines(queried.stdout)
+    expected = (
+        [f"chatty log line {n}" for n in range(3)]
+        + ["ERROR noisy_failure: the scene is locked"]
+        + [f"chatty log line {n}" for n in range(2)]
+        + [f"noisy log line {n}" for n in range(40)]
+        + ["ERROR noisy_failure: far too much"]
+    )
+    assert [row["text"] for row in rows] == expected
+    calls = "SELECT route, conn, t FROM flows WHERE tool IS NOT NULL ORDER BY n"
+    made = json_lines(run_cli("query", calls, str(failed_noisily), "--json").stdout)
+    assert {(row["route"], row["conn"]) for row in rows} == {(made[0]["route"], made[0]["conn"])}
+    # Each line after its call was made, before the next one was.
+    at = {row["text"]: row["t"] for row in rows}
+    assert made[1]["t"] <= at["ERROR noisy_failure: the scene is locked"] <= made[2]["t"]
+    assert made[3]["t"] <= at["noisy log line 0"]
+    # The lines a failed call's server wrote while it waited (docs/interop.md's example).
+    waited = (
+        "SELECT f.n, s.text FROM flows f JOIN server_stderr s ON s.trace = f.trace AND "
+        "s.conn = f.conn AND s.t BETWEEN f.t AND f.t + f.latency "
+        "WHERE f.tool IS NOT NULL AND f.error AND s.text LIKE 'ERROR%' ORDER BY f.n"
+    )
+    failed = json_lines(run_cli("query", waited, str(failed_noisily), "--json").stdout)
+    assert [row["text"] for row in failed] == [
+        "ERROR noisy_failure: the scene is locked",
+        "ERROR noisy_failure: far too much",
+    ]
+
+    out = tmp_path / "stderr.parquet"
+    exported = run_cli(
+        "export", str(failed_noisily), "--format", "parquet", "--table", "server_stderr",
+        "--out", str(out),
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert "lines of the server's stderr to" in exported.stderr
+    flows = tmp_path / "flows.parquet"
+    flows_exported = run_cli("export", str(failed_noisily), "--format", "parquet", "-o", str(flows))
+    assert flows_exported.returncode == 0, flows_exported.stderr
+    both = run_cli("query", logged, str(out), str(flows), "--json")
+    assert both.returncode == 0, both.stderr
+    assert json_lines(both.stdout) == rows
+    counted = run_cli("query", "SELECT count(*) AS n FROM flows", str(out), str(flows), "--json")
+    shown = json_lines(run_cli("show", "--json", str(failed_noisily)).stdout)
+    assert json_lines(counted.stdout) == [{"n": len(shown)}]  # each file in its own view

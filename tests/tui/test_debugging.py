@@ -113,7 +113,8 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
                     for f in app.model.flows
                 ),
             )  # the new flow comes at the end, answered (its answer may come later)
-            # The notice and the new row give one latency: the one the resender measured.
+            # The notice and the new row give one latency (in one process, the session's
+            # side connection measures it as the proxy does; test_resend_latency.py).
             (again,) = [f for f in app.model.flows if f.conn != app.model.flows[0].conn]
             assert again.latency is not None
             latency = format_latency(app.last_resend.resent.latency)
