@@ -3,7 +3,7 @@
 It owns how a direction ends (end of stream, half-close, reset, a side that went away), why
 the connection ended, how each socket is closed (a clean FIN, or a reset where the peer would
 have seen one without the proxy), and the one way forwarded bytes reach the observer (in this
-process, or through the handoff to an observing process of its own). The plain pumps
+process, or through the handoff to an observing process of its own: hand_on.py). The plain pumps
 (`relay`) and the faulted pumps (`fault_relay`) both use it.
 
 Transparency rules, so that a client sees through the proxy what it would see directly:
@@ -35,18 +35,18 @@ Transparency rules, so that a client sees through the proxy what it would see di
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import trio
 
 from golem_core.framing import Frame
 
-from ..events import ConnectionClosed, Direction, Event
+from ..events import ConnectionClosed, Direction
 from ..net.addresses import Route
 from ..net.listeners import close_abortively
+from .hand_on import HandsToInspection
 from .idle_fin import hold_while_idle
 from .observer import Observer
 from .observer_link import ObserverLink
@@ -61,7 +61,7 @@ def other(direction: Direction) -> Direction:
 
 
 @dataclass
-class Connection:
+class Connection(HandsToInspection):
     conn: int
     route: Route
     client: trio.SocketStream
@@ -122,92 +122,11 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    def observe(
-        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
-    ) -> None:
-        """Hand forwarded bytes (``b""``: end of stream; ``frame``: they are that frame, as the
-        forwarding path decoded it) to inspection. Never blocks.
-
-        Every route hands bytes on once their write is done (`forward`), so that bytes that
-        never went are marked before them (`observe_undelivered`), also with
-        ``--enforce-limits``: its check comes before the write
-        (`enforce_limits.stopped_by_limits`), and what is recorded comes after it, from a tap
-        of its own. Decoding the frame once, before the
-        write, would publish it before it is known whether it was delivered."""
-        if self.link is not None:
-            self.link.data(self.conn, direction, data, t)
-            return
-        tap = self.tap
-        if tap is None:
-            return
-        if self.inline:
-            # Decoded here, never shed, as the check before it was.
-            if tap.failed is None:
-                try:
-                    tap.process(direction, data, t, frame)
-                except Exception as exc:  # a decoding bug costs the inspection, not the relay
-                    tap.fail(exc, t)
-        elif self.observer is not None:
-            self.observer.submit(tap, direction, data, t, frame)
-
-    def observe_undelivered(
-        self, direction: Direction, data: bytes, t: float, why: Optional[str] = None
-    ) -> None:
-        """Hand to inspection bytes read for ``direction``'s receiver that never reached it
-        (writing them failed, the connection ended while they waited, or ``--enforce-limits``
-        blocked them), marked so: the frames they end are recorded undelivered, saying
-        ``why`` (by default "client gone" when that side reset or a write to it failed, else
-        "connection ended")."""
-        if not data:
-            return
-        why = why or self._undelivered_why(direction)
-        if self.link is not None:
-            self.link.undelivered(self.conn, direction, why, t)
-        elif self.tap is not None and self.inline:
-            self.tap.mark_undelivered(direction, why)
-        elif self.tap is not None and self.observer is not None:
-            self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
-        self.observe(direction, data, t)
-
-    def observe_cut(self, direction: Direction, t: float, how: str) -> None:
-        """Hand to inspection the end of ``direction``'s stream that the proxy made itself
-        (``how``: ``--fault truncate``), not its source: what it leaves unanswered says so
-        (`ConnectionTap.cut`)."""
-        if self.link is not None:
-            self.link.cut(self.conn, direction, how, t)
-        elif self.tap is not None and self.inline:
-            self.tap.cut(direction, how)
-        elif self.tap is not None and self.observer is not None:
-            self.observer.after_queued(functools.partial(self.tap.cut, direction, how))
-        self.observe(direction, b"", t)
-
-    def observe_unsent_lost(
-        self, direction: Direction, size: int, t: float, why: Optional[str] = None
-    ) -> None:
-        """``size`` bytes read for ``direction``'s receiver that never reached it and cannot be
-        handed to inspection either (their writer's turn never came: `Unsent.in_order`): a
-        gap (`observe_lost`) that says they were not sent on, and ``why`` (by default as
-        `observe_undelivered` says it)."""
-        self.observe_lost(direction, size, t, unsent=why or self._undelivered_why(direction))
-
     def _undelivered_why(self, direction: Direction) -> str:
         """ "client gone" when ``direction``'s receiver reset or a write to it failed, else
         "connection ended"."""
         _, _, _, sink_name = self.sides(direction)
         return f"{sink_name} gone" if sink_name in self.gone else "connection ended"
-
-    def observe_lost(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
-        """``size`` bytes of ``direction`` read and never handed to inspection, nor marked:
-        recorded as a gap (``unobserved``), the stream taken up at the next frame;
-        ``unsent``: they were not sent on either, and why (the gap says so)."""
-        if size <= 0:
-            return
-        if self.link is not None:
-            self.link.lose(self.conn, direction, size, t, unsent)
-        elif self.tap is not None and self.inline:
-            self.tap.lose(direction, size, t, unsent)
-        elif self.tap is not None and self.observer is not None:
-            self.observer.lose(self.tap, direction, size, t, unsent)
 
     async def forward(
         self,
@@ -297,64 +216,6 @@ class Connection:
         except trio.Cancelled:
             self.observe_undelivered(direction, data[done:], t)
             raise
-
-    def arrived(self, direction: Direction, t: float) -> None:
-        """Bytes of ``direction`` read at ``t`` (their time in the recording) complete frames
-        that may be forwarded, so decoded, only later (held by ``--intercept``, ``--fault
-        delay``, or behind such a frame): mark the moment in order with what was observed
-        so far, so that what is decided about a frame as it arrives (the MCP tool calls in
-        flight when the server sent it) is decided then (`ConnectionTap.arrived`). Never
-        blocks."""
-        if self.link is not None:
-            self.link.arrived(self.conn, direction, t)
-            return
-        tap = self.tap
-        if tap is None or tap.annotate is None:
-            return
-        if self.inline:
-            tap.arrived(direction, t)
-        elif self.observer is not None:
-            self.observer.after_queued(functools.partial(tap.arrived, direction, t))
-
-    def unrecorded(self, direction: Direction, learned: tuple[str, ...], t: float) -> None:
-        """A frame of ``direction`` arrived that is not recorded as it came (held and dropped,
-        edited, a fault's): its tap learns, in order with what was observed so far,
-        ``learned``, the values redaction replaces in it, found here (`Ruling.learned`,
-        `FrameAction.learned`), to hide them where they come back
-        (`ConnectionTap.learn_unrecorded`). Only those strings wait for the tap, never the
-        frame. Never blocks."""
-        if self.link is not None:
-            self.link.unrecorded(self.conn, direction, learned, t)
-        elif self.tap is not None and self.inline:
-            self.tap.learn_unrecorded(learned, t)
-        elif self.tap is not None and self.observer is not None:
-            self.observer.after_queued(functools.partial(self.tap.learn_unrecorded, learned, t))
-
-    def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
-        """Publish ``event`` after the bytes observed before it (a fault's event after the
-        frame it acted on)."""
-        if self.observer is None or self.inline:
-            publish(event)
-        else:
-            self.observer.submit_event(publish, event)
-
-    def observe_close(
-        self, closed: ConnectionClosed, publish: Callable[[ConnectionClosed], None]
-    ) -> None:
-        """Report the close after everything this connection forwarded was decoded."""
-        if self.link is not None:
-            self.link.publish(closed)  # the observing process says the gaps (`closing`)
-            return
-        if self.observer is None or self.inline:
-            if self.tap is not None:
-                self.tap.closing(closed.t)
-            publish(closed)
-            return
-        if self.tap is not None:
-            self.observer.after_queued(functools.partial(self.tap.closing, closed.t))
-        self.observer.submit_event(publish, closed)  # type: ignore[arg-type]
-        if self.tap is not None:
-            self.observer.forget(self.tap)
 
     def source_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
         """Reading ``direction``'s source failed (a reset): reset the other side too."""
