@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import os
-import re
 from collections.abc import Hashable, Mapping
 from typing import Optional
 
@@ -38,6 +36,7 @@ from ..status_tone import (
 from ..table_layout import print_unfolded, terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 from .log_asked import AskedCalls
+from .log_lines import apart_from_stderr, fold_fields
 from .log_repeats import Fold, RepeatFold
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -54,11 +53,6 @@ _ALIGNED_WIDTH = 100
 # (never cut but at `_STATUS_LIMIT`), so the latency and sizes after it stay in line.
 _STATUS = 18
 _STATUS_LIMIT = 60
-# What a folded line's continuation is indented by.
-_INDENT = "    "
-# The words a folded line is made of, with the spaces after them: a number keeps the word
-# after it (its unit: "17 µs", "60 B", "2.5 MiB").
-_PIECE = re.compile(r"\S+(?:(?<=\d) \S+)*\s*")
 
 
 class Verbosity(enum.IntEnum):
@@ -99,7 +93,7 @@ class EventLog:
         self._status_width = _STATUS
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
         self._asked = AskedCalls()
-        self._says_stderr = _apart_from_stderr(console)
+        self._says_stderr = apart_from_stderr(console)
         """The log goes elsewhere than our stderr (``--log FILE``): what a wrapped server
         writes to its stderr, which is passed on to ours, is written here too, in its place
         among the calls (a server that dies at start says why only there)."""
@@ -460,41 +454,3 @@ class EventLog:
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
-
-
-def _apart_from_stderr(console: Console) -> bool:
-    """Whether ``console`` writes to a file other than our stderr (False when that cannot be
-    told: a stream without a descriptor)."""
-    fd = getattr(console.file, "fd", None)  # a `TerminalOutput`
-    if fd is None:
-        try:
-            fd = console.file.fileno()
-        except (AttributeError, OSError, ValueError):
-            return False
-    try:
-        return not os.path.samestat(os.fstat(fd), os.fstat(2))
-    except (OSError, TypeError):
-        return False
-
-
-def fold_fields(line: Text, width: int, console: Console) -> Text:
-    """``line`` folded to ``width`` cells between its words, continuation lines indented. A
-    number keeps its unit (``17 µs``, ``60 B``); a word wider than a line wraps as rich
-    wraps it."""
-    pieces = [line[m.start() : m.end()] for m in _PIECE.finditer(line.plain)]
-    room = max(width - len(_INDENT), 10)
-    lines: list[Text] = []
-    current = Text()
-    for piece in pieces:
-        if current.cell_len and current.cell_len + cell_len(piece.plain.rstrip()) > width:
-            current.rstrip()
-            lines.append(current)
-            current = Text(_INDENT)
-        if current.cell_len + piece.cell_len > width and current.plain == _INDENT:
-            *whole, current = [Text(_INDENT) + part for part in piece.wrap(console, room)]
-            lines.extend(whole)
-            continue
-        current.append_text(piece)
-    current.rstrip()
-    lines.append(current)
-    return Text("\n").join(lines)
