@@ -37,6 +37,10 @@ class Tone(enum.Enum):
     UNDELIVERED = "undelivered"
     """Answered, but the answer never reached the client (it was gone); or a request that
     never reached the upstream (``undelivered (upstream gone)``)."""
+    OUT_OF_TURN = "out-of-turn"
+    """Answered, but out of turn (`golem_proxy.analysis.late_answers`): a GOLEM answer that
+    came after its tool call had returned, or a tool call whose result is another exchange's
+    answer. An ``ok`` that is not what it seems: a warning, never ok-green."""
 
     @property
     def component(self) -> str:
@@ -51,6 +55,7 @@ TONE_STYLES: dict[Tone, str] = {
     Tone.WAITING: "yellow",
     Tone.UNOBSERVED: "yellow",
     Tone.UNDELIVERED: "yellow",
+    Tone.OUT_OF_TURN: "dark_orange",
 }
 """The rich style of each tone, for the log and the tables printed by the commands."""
 

@@ -288,6 +288,16 @@ class Flow:
         return self.outcome.code if self.outcome is not None else None
 
     @property
+    def out_of_turn(self) -> bool:
+        """The answer came out of turn, as the session's tracker decided where the frames were
+        decoded (read, never derived again): a GOLEM answer that came after every tool call it
+        belongs to had returned (`FrameSeen.late`), or a tool call whose result is another
+        GOLEM exchange's answer (`FrameSeen.answer_of`). Every view says so after the status
+        (`golem_proxy.analysis.late_answers.status_note`), in the `Tone.OUT_OF_TURN` tone."""
+        response = self.response
+        return response is not None and (response.late or response.answer_of is not None)
+
+    @property
     def has_violation(self) -> bool:
         return bool(self.violations)
 
@@ -307,7 +317,8 @@ class Flow:
         if self.frame_error is not None:
             return Tone.MALFORMED
         if self.outcome is not None:
-            return outcome_tone(self.outcome, self.undelivered)
+            tone = outcome_tone(self.outcome, self.undelivered)
+            return Tone.OUT_OF_TURN if tone is Tone.OK and self.out_of_turn else tone
         if self.request is not None and isinstance(self.request.message, Malformed):
             return Tone.MALFORMED
         if self.never_delivered:

@@ -3,10 +3,12 @@
 (`FrameSeen.answer_of`), in words: both decided by the session's tracker as the frames were
 decoded (golem_proxy/live/late_answers.py), read here, never derived again.
 
-`show` puts the words after a row's status, `show --json` has them as ``late`` and
-``answer_of``, the TUI's detail under the flow, and `check` warns of each; the live log says
-them on the exchange's line, in the same words (`late_words`, `answer_of_words`: it has no
-rows to name a call or an exchange by).
+`show` and the TUI's table put the words after a row's status (`status_note`,
+`noted_status`), in the `Tone.OUT_OF_TURN` tone (`Flow.out_of_turn`); `show --json` has them
+as ``late`` and ``answer_of``, `query` and `export --format parquet` as the columns ``late``,
+``answer_of`` and ``status_note``, `stats` counts them, the TUI's detail says them under the
+flow, and `check` warns of each; the live log says them on the exchange's line, in the same
+words (`late_words`, `answer_of_words`: it has no rows to name a call or an exchange by).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .flows import Flow
 from .tool_calls import CallKey, attribution_refs, tool_call_name
 
 __all__ = [
+    "NOTE_SEPARATOR",
     "answer_of",
     "answer_of_text",
     "answer_of_words",
@@ -26,7 +29,12 @@ __all__ = [
     "late_text",
     "late_words",
     "misread_words",
+    "noted_status",
+    "status_note",
 ]
+
+NOTE_SEPARATOR = " · "
+"""Between a row's status and its `status_note`."""
 
 
 def is_late(flow: Flow) -> bool:
@@ -93,3 +101,26 @@ def misread_words(response: FrameSeen, calls: Sequence[ToolCallRef] = ()) -> Opt
     if response.answer_of is not None:
         return answer_of_words(response.answer_of)
     return late_words(calls) if response.late else None
+
+
+def status_note(
+    flow: Flow,
+    calls: Mapping[CallKey, int] = {},
+    answer_row: Optional[int] = None,
+    own: Sequence[int] = (),
+) -> Optional[str]:
+    """What every view with rows says after a row's status when its answer came out of turn
+    (`Flow.out_of_turn`): `answer_of_text` for a tool call whose result is another exchange's
+    answer (``answer_row``: that exchange's row, where known; ``own``: the rows of the call's
+    own GOLEM exchanges, where shown), else `late_text` for a late GOLEM answer (``calls``:
+    the rows of its tool calls, where known); None for an answer in turn."""
+    found = answer_of(flow)
+    if found is not None:
+        return answer_of_words(found, answer_row, own)
+    return late_text(flow, calls)
+
+
+def noted_status(status: str, note: Optional[str]) -> str:
+    """``ok · late: after its tool call #7 returned``: a row's ``status`` with its
+    `status_note` (``note``) after it, as `show` prints it; ``status`` alone without one."""
+    return f"{status}{NOTE_SEPARATOR}{note}" if note else status

@@ -96,6 +96,10 @@ class MethodStats:
     latency: LatencySummary
     evicted: int = 0
     """Requests let go before their answer (`Flow.let_go`): neither pending nor unanswered."""
+    late: int = 0
+    """GOLEM answers that came after their tool call returned (`FrameSeen.late`)."""
+    not_own: int = 0
+    """Tool calls whose result is another GOLEM exchange's answer (`FrameSeen.answer_of`)."""
 
     @property
     def error_rate(self) -> float:
@@ -112,6 +116,8 @@ class MethodStats:
             "pending": self.pending,
             "evicted": self.evicted,
             "with_violations": self.with_violations,
+            "late": self.late,
+            "not_own": self.not_own,
             "latency": self.latency.to_json(),
         }
 
@@ -155,10 +161,20 @@ def method_label(flow: Flow) -> str:
 class _Tally:
     """The counts of one row, and its latencies (all kept: percentiles are exact)."""
 
-    __slots__ = ("count", "errors", "evicted", "latencies", "pending", "with_violations")
+    __slots__ = (
+        "count",
+        "errors",
+        "evicted",
+        "late",
+        "latencies",
+        "not_own",
+        "pending",
+        "with_violations",
+    )
 
     def __init__(self) -> None:
         self.count = self.errors = self.pending = self.with_violations = self.evicted = 0
+        self.late = self.not_own = 0
         self.latencies: list[float] = []
 
     def add(self, flow: Flow) -> None:
@@ -167,6 +183,10 @@ class _Tally:
         self.pending += flow.pending
         self.evicted += flow.let_go
         self.with_violations += flow.has_violation
+        response = flow.response
+        if response is not None:  # marked as the frames were decoded: read, not derived
+            self.late += response.late
+            self.not_own += response.answer_of is not None
         latency = flow.latency
         if latency is not None:
             self.latencies.append(latency)
@@ -181,6 +201,8 @@ class _Tally:
             self.with_violations,
             summarize_latencies(self.latencies),
             self.evicted,
+            self.late,
+            self.not_own,
         )
 
 

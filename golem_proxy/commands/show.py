@@ -16,7 +16,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.call_rows import CallRows
 from ..analysis.flows import Flow
-from ..analysis.late_answers import answer_of_text, late_text
+from ..analysis.late_answers import NOTE_SEPARATOR, status_note
 from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
@@ -242,17 +242,18 @@ class _Layers:
         # mcp profile decided where the answer was decoded: read, not derived again here.
         status = status_text(flow, profile)
         response = flow.response
-        if response is None or not (response.late or response.answer_of is not None):
+        if response is None or not flow.out_of_turn:
             return status
         # An answer after its call returned, or a result that is another call's answer:
         # decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`).
         found = response.answer_of
-        note = (
-            late_text(flow, self.index.attribution(flow).rows)
-            if found is None
-            else answer_of_text(flow, self.index.golem_number(found))
+        note = status_note(
+            flow,
+            self.index.attribution(flow).rows,
+            None if found is None else self.index.golem_number(found),
         )
-        status.append(f" · {safe_text(note or '')}", style="bold yellow")
+        if note is not None:
+            status.append(f"{NOTE_SEPARATOR}{safe_text(note)}", style="bold yellow")
         return status
 
 

@@ -13,6 +13,7 @@ from ..analysis.stats import MethodStats, Stats, StatsBuilder
 from ..analysis.tool_calls import ToolCallIndex, mcp_routes
 from ..analysis.tool_stats import ToolStats, ToolStatsBuilder
 from ..analysis.trace import json_text
+from ..status_tone import TONE_STYLES, Tone
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
 from ._common import (
@@ -124,8 +125,17 @@ def _count(count: int, style: str) -> Text:
     return Text(str(count), style=style) if count else Text("0")
 
 
+OUT_OF_TURN_CAPTION = (
+    "late: GOLEM answers that came after their tool call returned; not own: tool calls whose "
+    "result is another GOLEM exchange's answer (the server reads answers out of order)"
+)
+"""Under the table when it counts answers out of turn, in the words `show` uses."""
+OUT_OF_TURN_STYLE = TONE_STYLES[Tone.OUT_OF_TURN]
+
+
 def _columns(optional: dict[str, bool]) -> list[Column]:
-    """route, method, counts, the optional pending, evicted and ⚠ columns, latencies. The
+    """route, method, counts, the optional pending, evicted, ⚠, late and not own columns
+    (answers out of turn), latencies. The
     method name is what the reader scans for: it wraps last, after the route."""
     columns = [
         Column("route", short="rt", wrap=True, priority=0, floor=8),
@@ -141,15 +151,18 @@ def _columns(optional: dict[str, bool]) -> list[Column]:
 
 def print_stats(out: Console, stats: Stats, title: str) -> None:
     """The table `stats` prints: per route and method, then per route, then overall. The
-    pending, evicted and violation columns appear only when some row has any; on a terminal
-    it fits the width (see table_layout.py), piped it is printed whole."""
+    pending, evicted, violation, late and not-own columns appear only when some row has any
+    (late and not own explained under it); on a terminal it fits the width (see
+    table_layout.py), piped it is printed whole."""
     every = (*stats.rows, *stats.routes, stats.overall)
     optional = {
         "pend": any(row.pending for row in every),
         "evict": any(row.evicted for row in every),
         "⚠": any(row.with_violations for row in every),
+        "late": any(row.late for row in every),
+        "not own": any(row.not_own for row in every),
     }
-    # route, method, count, errors, error %, pending, evicted, ⚠, latencies
+    # route, method, count, errors, error %, pending, evicted, ⚠, late, not own, latencies
     keep = [True] * 5 + list(optional.values()) + [True] * 4
 
     def cells(row: MethodStats) -> list[Cell]:
@@ -170,6 +183,8 @@ def print_stats(out: Console, stats: Stats, title: str) -> None:
         if rows:
             out.print(table.render(rows, style=style), soft_wrap=True)
     out.print(Text("latency in ms, percentiles by nearest rank", style="dim"), soft_wrap=True)
+    if optional["late"] or optional["not own"]:
+        out.print(Text(OUT_OF_TURN_CAPTION, style="dim"), soft_wrap=True)
 
 
 def _cells(row: MethodStats) -> list[Cell]:
@@ -184,6 +199,8 @@ def _cells(row: MethodStats) -> list[Cell]:
         str(row.pending),
         str(row.evicted),
         str(row.with_violations) if row.with_violations else "",
+        _count(row.late, OUT_OF_TURN_STYLE),
+        _count(row.not_own, OUT_OF_TURN_STYLE),
         ms(latency.p50),
         ms(latency.p90),
         ms(latency.p99),

@@ -67,6 +67,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("attribution", "VARCHAR"),
     ("tool_call_candidates", "BIGINT[]"),
     ("elided", "BIGINT"),
+    ("late", "BOOLEAN"),
+    ("answer_of", "BIGINT"),
+    ("status_note", "VARCHAR"),
 )
 """Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
 (`show`'s ``#``), ``latency`` is in seconds, ``code`` the error code as text (GOLEM mixes
@@ -78,10 +81,28 @@ GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, `
 ``tool_call_candidates``, of an ``ambiguous`` flow, the ``n`` of each call in flight when it
 was sent, any of which may have caused it (null: a call not read, as `show` writes ``?``).
 ``elided``: the bytes left out of ``params`` and ``result`` (a payload too large for a reader
-to parse, read from its skeleton: they hold placeholders), 0 when both are whole."""
+to parse, read from its skeleton: they hold placeholders), 0 when both are whole. An answer
+out of turn, as the recording marks it (`golem_proxy.analysis.late_answers`): ``late``, a
+GOLEM answer that came after its tool call returned (false for every other row);
+``answer_of``, of a ``tools/call`` whose result is another GOLEM exchange's answer, that
+exchange's ``n`` (null otherwise, or when that exchange is not in the trace); ``status_note``,
+the words `show` prints after such a row's status (``late: after its tool call #7
+returned``, ``its result is #8's answer (execute_python), not its own: …``), null for every
+other row."""
 
 ADDED_COLUMNS = frozenset(
-    {"id_type", "layer", "tool", "tool_call", "attribution", "tool_call_candidates", "elided"}
+    {
+        "id_type",
+        "layer",
+        "tool",
+        "tool_call",
+        "attribution",
+        "tool_call_candidates",
+        "elided",
+        "late",
+        "answer_of",
+        "status_note",
+    }
 )
 """The columns added after the first release of the table: a Parquet file exported before
 lacks them, and `query` reads them as null there."""
@@ -120,6 +141,7 @@ def flow_rows(trace: FlowReader) -> Iterator[dict[str, Any]]:
         response = data.get("response")
         latency = flow.latency
         code = flow.error_code
+        answered = data.get("answer_of")
         yield {
             "trace": name,
             "route": data["route"],
@@ -146,6 +168,10 @@ def flow_rows(trace: FlowReader) -> Iterator[dict[str, Any]]:
             "attribution": data.get("attribution"),
             "tool_call_candidates": data.get("tool_call_candidates"),
             "elided": data.get("request_elided", 0) + data.get("response_elided", 0),
+            # As `show --json` says them (`two_layer_json`): read from the recording's marks.
+            "late": bool(data.get("late")),
+            "answer_of": answered.get("flow") if answered is not None else None,
+            "status_note": data.get("late_text") or (answered or {}).get("text"),
         }
 
 

@@ -58,7 +58,13 @@ class ColumnWidths:
         else:
             width = cell_len(flow_label(flow))
         self.method = max(self.method, width)
-        if outcome is not None and flow.gap is None and flow.frame_error is None and interned:
+        if (
+            outcome is not None
+            and flow.gap is None
+            and flow.frame_error is None
+            and interned
+            and not flow.out_of_turn  # its status says more than its outcome
+        ):
             if id(outcome) in self._measured_outcomes:
                 return
             self._measured_outcomes.add(id(outcome))

@@ -18,6 +18,7 @@ from golem_core.profiles import Profile
 from ..analysis.call_rows import call_number, head_above, indented, of_call
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
+from ..analysis.late_answers import noted_status, status_note
 from ..analysis.tool_calls import (
     CallKey,
     attribution_refs,
@@ -339,10 +340,16 @@ class SessionModel:
         return ended
 
     def status(self, flow: Flow) -> str:
-        """The flow's status as shown (error codes come from the peer: made safe)."""
+        """The flow's status as shown (error codes come from the peer: made safe), with
+        `status_note` after it for an answer out of turn."""
         if self.loading and flow.pending:
             return "loading"
-        return safe_text(flow.status(self.profile))
+        status = safe_text(flow.status(self.profile))
+        if not flow.out_of_turn:
+            return status
+        # Decided as the frames were decoded (`Flow.out_of_turn`), said as `show` says it.
+        note = status_note(flow, self.call_rows(flow), self.answer_row(flow))
+        return noted_status(status, safe_text(note) if note is not None else None)
 
     def label(self, flow: Flow) -> str:
         """The method column: `flow_label`, with ``▸`` before a tool call folded shut, and

@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Any, TextIO
 
-import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from golem_core.profiles import GOLEM, MCP
 from golem_proxy.recording.reader import read_recording
@@ -29,47 +24,8 @@ from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.widgets.detail import _summary
 from tests.support.cli_helpers import run_cli
 
+from .late_session import SERVER, late_answer_session
 from .mcp_helpers import ROOT, call_tools, environment, wrapped
-
-SERVER = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_in_order.py")]
-SLOW = "import time; time.sleep(1.5); print('late')"
-"""Longer than the server's wait (0.5 s)."""
-LATE_SEEN = b'"late\\n"'
-"""The slow script's output as the recording holds it (in the plugin's answer)."""
-DEADLINE = 20.0
-
-
-def _session(command: list[str], record: Path, stderr: Path) -> list[tuple[bool, str]]:
-    """Call a tool, the slow script (the server gives up), wait until the late answer is
-    recorded, then three more calls; return each call's ``isError`` and text. The wrapper's
-    stderr (its live log) goes to ``stderr``."""
-
-    async def run(errlog: TextIO) -> list[tuple[bool, str]]:
-        params = StdioServerParameters(command=command[0], args=command[1:], env=environment())
-        outcomes: list[tuple[bool, str]] = []
-
-        async def call(name: str, arguments: dict[str, Any]) -> None:
-            result = await client.call_tool(name, arguments)
-            text = result.content[0].model_dump().get("text", "") if result.content else ""
-            outcomes.append((bool(result.isError), text))
-
-        async with (
-            stdio_client(params, errlog) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            await client.initialize()
-            await call("list_layers", {})
-            await call("run_python", {"code": SLOW})
-            deadline = time.monotonic() + DEADLINE
-            while LATE_SEEN not in record.read_bytes() and time.monotonic() < deadline:
-                await anyio.sleep(0.05)
-            await call("create_layer", {"name": "next"})
-            await call("get_document_info", {})
-            await call("list_layers", {})
-        return outcomes
-
-    with stderr.open("w") as errlog:
-        return anyio.run(run, errlog)
 
 
 @pytest.mark.parametrize("observer", ["child-process", "in-process"])
@@ -77,7 +33,7 @@ def test_a_late_answer_and_the_calls_that_read_it_are_named(tmp_path: Path, obse
     record, stderr = tmp_path / "r.jsonl", tmp_path / "stderr"
     with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
         command = wrapped(plugin, record, "--observer", observer, server=SERVER)
-        outcomes = _session(command, record, stderr)
+        outcomes = late_answer_session(command, record, stderr)
     # The scenario happened: the server gave up, then each call read the answer before it.
     assert outcomes[1][0] and "did not respond" in outcomes[1][1]
     assert not outcomes[2][0] and '"stdout": "late\\n"' in outcomes[2][1]

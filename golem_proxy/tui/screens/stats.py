@@ -115,6 +115,7 @@ class StatsScreen(Screen[None]):
                         f"Statistics of {self.scope}: {total.count:,} flows, "
                         f"{total.errors:,} errors ({total.error_rate:.1%})"
                     )
+                    + _out_of_turn(total)
                 ),
                 id="stats-title",
             )
@@ -124,3 +125,17 @@ class StatsScreen(Screen[None]):
             )
             yield Static(LatencyHistogram(self.latencies), id="histogram")
         yield Footer()
+
+
+def _out_of_turn(total: MethodStats) -> str:
+    """``; 1 late answer, 4 tool calls with another's answer`` (`golem-proxy stats`'s late
+    and not own), "" when there is none."""
+    counts = [
+        f"{count:,} {words if count == 1 else plural}"
+        for count, words, plural in (
+            (total.late, "late answer", "late answers"),
+            (total.not_own, "tool call with another's answer", "tool calls with another's answer"),
+        )
+        if count
+    ]
+    return "; " + ", ".join(counts) if counts else ""

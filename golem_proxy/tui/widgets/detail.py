@@ -28,10 +28,11 @@ from golem_core.profiles import Profile
 
 from ...analysis.call_outage import outage_text
 from ...analysis.flows import Flow
-from ...analysis.late_answers import answer_of_text, late_text
+from ...analysis.late_answers import noted_status, status_note
 from ...analysis.server_stderr import stderr_heading
 from ...analysis.tool_calls import (
     arguments_summary,
+    call_key,
     cause_text,
     connection_text,
     tool_call_error,
@@ -436,7 +437,7 @@ def _summary(
         # The row's own status: `isError` only when the model was told so; a failure the
         # plugin reported inside a success result reads as such (the model saw no isError).
         shown = safe_text(flow.status(profile)) if failed else "ok"
-        text.append(f"  {shown}", style="bold red" if failed else "green")
+        text.append(f"  {shown}", style="bold red" if failed else _ok_style(flow))
         outage = outage_text(flow)
         if outage is not None:
             text.append(f"\n  ⋯ {safe_text(outage)}", style="yellow")
@@ -445,18 +446,22 @@ def _summary(
         text.append(f"\n{safe_text(cause)}", style="cyan")
     # Decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`).
     own = [caused.number for caused in under if caused.response is not None]
-    for note in (late_text(flow, calls), answer_of_text(flow, answer_row, own)):
-        if note is not None:
-            text.append(f"\n{safe_text(note)}", style="bold yellow")
+    note = status_note(flow, calls, answer_row, own)
+    if note is not None:
+        text.append(f"\n{safe_text(note)}", style="bold yellow")
     if resent:
         text.append(f"\n{resent}", style="cyan")
     if under_let_go:
         text.append(f"\n  ↳ {safe_text(under_let_go)}", style="yellow")
+    key = call_key(flow)
+    this_call = {key: flow.number} if key is not None else {}
     for caused in under:
-        status = safe_text(caused.status(profile))
+        # As its own row says it: a late answer's row says so after its status.
+        note = status_note(caused, this_call)
+        status = noted_status(safe_text(caused.status(profile)), safe_text(note) if note else None)
         method = caused.method or connection_text(caused) or "?"
         text.append(f"\n  ↳ #{caused.number} {safe_text(method)} ")
-        text.append(status, style="red" if caused.is_error else "green")
+        text.append(status, style="red" if caused.is_error else _ok_style(caused))
         if caused.latency is not None:
             text.append(f"  {format_latency(caused.latency)}", style="dim")
     for maybe in shared:
@@ -526,3 +531,9 @@ def _plain(content: Any) -> str:
     console = Console(width=200, color_system=None, record=True, file=io.StringIO())
     console.print(content)
     return console.export_text()
+
+
+def _ok_style(flow: Flow) -> str:
+    """The style of a row's status that did not fail: a warning for an answer out of turn
+    (`Flow.out_of_turn`), not ok-green."""
+    return f"bold {TONE_STYLES[Tone.OUT_OF_TURN]}" if flow.out_of_turn else "green"
