@@ -66,6 +66,13 @@ NUMBERS_WHOLE_UP_TO = 16 * 1024 * 1024
 a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
 thread), whose numbers are what its reader came for."""
 BULK_SHOWN_ELIDED = "; its bulk is shown elided"
+DRAWN_AT_ONCE_UP_TO = 64 * 1024
+"""A frame up to this many bytes, its payload in memory, is drawn the moment its row is
+selected, however fast rows come (`show` with ``whole=False``): the JSON shown is bounded
+anyway (`TREE_NODES` values, long strings shortened), and decoding it again takes well under a
+millisecond. A larger one (decoded again or read back from the recording) or one in the
+recording is drawn at the pace's interval (pace.py), its heading saying ``loading…`` meanwhile."""
+LOADING = "  loading…"
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -93,6 +100,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.expand_strings = False
         self._whole: dict[str, tuple[FrameSeen, Any]] = {}
         """By side, the frame shown last and its message's JSON as its payload says it."""
+        self.complete = True
+        """Every part of the shown flow is drawn; False while a large payload (its heading
+        says ``loading…``) or an image waits for `show` with ``whole``."""
+        self._drawn: dict[str, FrameSeen] = {}
+        """By side, the frame whose body is drawn whole."""
 
     def compose(self) -> ComposeResult:
         yield Static("No flow selected.", id="summary")
@@ -118,8 +130,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
         shared: Sequence[Flow] = (),
         resent: str = "",
         answer_row: Optional[int] = None,
+        whole: bool = True,
     ) -> None:
-        """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
+        """Display ``flow`` (None clears the pane); without ``whole``, only what is cheap
+        to draw: the summary and small payloads, each other part saying it is loading
+        (`complete` is then False) until shown again whole; ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
         that were let go from memory (the older ones); ``ended_why``: why nothing more is read
         (the source's last word), said of a request it left waiting; ``calls``: the rows of
@@ -136,7 +151,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.shared = list(shared)
         self.resent = resent
         self.answer_row = answer_row
-        self._render_flow()
+        self._render_flow(whole)
 
     def toggle_strings(self) -> bool:
         """Expand or shorten long strings again; returns the new state."""
@@ -156,9 +171,15 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 parts.append(_plain(child.content))
         return "\n".join(parts)
 
-    def _render_flow(self) -> None:
+    def _render_flow(self, whole: bool = True) -> None:
         flow, profile = self.flow, self.profile
-        self.query_one(CapturePreview).show(flow)
+        self.complete = True
+        preview = self.query_one(CapturePreview)
+        response = flow.response if flow is not None else None
+        if whole or flow is None:
+            preview.show(flow)
+        elif not preview.show_decoded(flow, response is not None and _drawn_at_once(response)):
+            self.complete = False
         summary = self.query_one("#summary", Static)
         violations = self.query_one("#violations", Static)
         if flow is None or profile is None:
@@ -186,6 +207,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         if flow.frame_error is not None:
             error = flow.frame_error
             self._show_side("request", None, "")
+            self._drawn.pop("response", None)
             title = f"Framing error {error.direction.arrow} {error.kind.value}"
             body = Group(
                 Text(
@@ -196,8 +218,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
             )
             self._set_side("response", title, body)
             return
-        self._show_side("request", flow.request, "Request →")
-        self._show_side("response", flow.response, "Response ←")
+        self._show_side("request", flow.request, "Request →", whole)
+        self._show_side("response", flow.response, "Response ←", whole)
 
     def _set_side(self, side: str, title: str, body: RenderableType) -> None:
         self.query_one(f"#{side}-title", Static).update(Text(title))
@@ -205,7 +227,12 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.query_one(f"#{side}-body", Static).display = True
         self.query_one(f"#{side}-tree", Tree).display = False
 
-    def _show_side(self, side: str, frame: Optional[FrameSeen], title: str) -> None:
+    def _show_side(
+        self, side: str, frame: Optional[FrameSeen], title: str, whole: bool = True
+    ) -> None:
+        if not whole and frame is not None and self._drawn.get(side) is frame:
+            return  # drawn whole already: left as it is (a tree keeps what was expanded)
+        self._drawn.pop(side, None)
         title_widget = self.query_one(f"#{side}-title", Static)
         body = self.query_one(f"#{side}-body", Static)
         tree: Tree[Any] = self.query_one(f"#{side}-tree", Tree)
@@ -226,6 +253,26 @@ class FlowDetail(VerticalScroll, can_focus=True):
             tree.display = False
             return
         heading = f"{title}  {format_size(frame.size)}  t={fmt_time(frame.t)}"
+        if not whole and not _drawn_at_once(frame):
+            # Nothing of it is read (not even its message, which a compact frame parses
+            # again): the heading names the selected row's frame, and the body follows.
+            title_widget.update(Text(heading) + Text(LOADING, style="dim"))
+            body.update("")
+            body.display, tree.display = True, False
+            self.complete = False
+            return
+        self._draw_frame(side, frame, heading, title_widget, body, tree)
+        self._drawn[side] = frame
+
+    def _draw_frame(
+        self,
+        side: str,
+        frame: FrameSeen,
+        heading: str,
+        title_widget: Static,
+        body: Static,
+        tree: Tree[Any],
+    ) -> None:
         # A payload the TUI let go (payloads.py) is said to be gone, under the title: what
         # follows is the message the row kept, never an empty body shown as the body.
         note = release_note(frame)
@@ -341,6 +388,11 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
     if isinstance(value, str) and len(value) > LONG_STRING and not expand:
         value = shorten_strings(value, LONG_STRING)[0]
     return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
+
+
+def _drawn_at_once(frame: FrameSeen) -> bool:
+    """Whether ``frame`` is drawn the moment its row is selected (`DRAWN_AT_ONCE_UP_TO`)."""
+    return frame.size <= DRAWN_AT_ONCE_UP_TO and in_recording(frame) is None
 
 
 def _walk(node: TreeNode[Any]) -> list[TreeNode[Any]]:
