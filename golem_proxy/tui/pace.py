@@ -8,7 +8,10 @@ forwarding process waits for: past 60 ms behind the wire it holds its relay. Mea
 exchanges a second, one redraw cost 10-60 ms of the interpreter and a batch every 50 ms took
 about a fifth of it. So events after a quiet spell are drawn at once (a call made by hand
 shows up without delay), and while they stream, a few batches a second are enough to follow
-them; the detail pane, when it follows the newest flow, is redrawn once a second.
+them. The detail pane names the selected flow at once (its summary, and payloads small
+enough to draw at no cost); a large payload, read back or decoded again, or an image, is drawn
+at most once a second when the pane follows the newest flow, saying it is loading meanwhile
+(panes.py).
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ STREAM_INTERVAL = 0.5
 STREAM_SPELL = 1.0
 """Events this soon after the last batch that had any are a stream."""
 DETAIL_DELAY = 0.08
-"""While the cursor races (a held key), the detail pane is redrawn at most this often."""
+"""While the cursor races (a held key), the detail pane's large parts are drawn at most this
+often (its summary follows the cursor at once)."""
 DETAIL_STREAM_INTERVAL = 1.0
-"""While events stream and the cursor follows the newest flow, the detail pane is redrawn at
-most this often (the last flow is shown once the stream rests)."""
+"""While events stream and the cursor follows the newest flow, the detail pane's large parts
+are drawn at most this often (its summary follows the cursor at once; the last flow is shown
+whole once the stream rests)."""
 
 
 class StreamPace:
@@ -62,7 +67,7 @@ class StreamPace:
         return self.stream_interval if self.streaming else self.refresh_interval
 
     def detail_interval(self, following: bool) -> float:
-        """The least time between two redraws of the detail pane."""
+        """The least time between two whole redraws of the detail pane."""
         events_at = self._events_at
         streaming = (
             self.streaming and events_at is not None and time.monotonic() - events_at < STREAM_SPELL

@@ -1,7 +1,8 @@
 """The TUI's two panes, the flows table and the detail of the selected flow: the keys that move
 the focus between them and the filter and find boxes (``/``, ``ctrl+f``, ``escape``,
 ``enter``, ``tab``), the layout that sets the detail beside the table on a wide terminal, and
-the detail kept on the selected flow, redrawn at the pace's interval (pace.py).
+the detail kept on the selected flow: its summary and small payloads at once, what costs
+more (a large payload, an image) at the pace's interval (pace.py).
 
 Apart from app.py, as the other keys are (copying, saving, debugging, the view's), because
 what the panes show and where the focus goes is a job of its own: nothing here changes the
@@ -57,13 +58,16 @@ class PaneActions(AppMixin):
     def on_resize(self, event: events.Resize) -> None:
         self.panes.set_class(event.size.width >= WIDE, "-wide")
 
-    def _show_selected(self) -> None:
-        if self._detail_timer is not None:
+    def _show_selected(self, whole: bool = True) -> None:
+        """Show the selected flow in the detail pane; without ``whole``, only what is cheap
+        to draw (`FlowDetail.show`)."""
+        if whole and self._detail_timer is not None:
             self._detail_timer.stop()
             self._detail_timer = None
         if not self.detail.is_attached:
             return
-        self._detail_shown_at = time.monotonic()
+        if whole:
+            self._detail_shown_at = time.monotonic()
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
         under = self.model.caused_by(flow) if flow is not None else []
@@ -83,32 +87,41 @@ class PaneActions(AppMixin):
             shared,
             self.resent_rows.note(flow.number) if flow is not None else "",
             self.model.answer_row(flow) if flow is not None else None,
+            whole,
         )
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         index = message.index
         if index is not None and self.detail.flow is self.model.flows[index]:
-            # Already shown (the drain that added the flow drew it): drawing it again would
-            # rebuild its tree and collapse what the user expanded.
+            # Already shown (the drain that added the flow drew it; what it left loading, a
+            # timer draws): drawing it again would rebuild its tree and collapse what the
+            # user expanded.
             return
         self._show_selected_soon()
 
     def _show_selected_soon(self) -> None:
-        # The first change is shown at once; further ones within the pace's interval are
-        # folded into one redraw (of whatever is selected then), so holding PgDn stays
-        # smooth and a stream followed by the cursor redraws the pane once a second.
-        interval = self.pace.detail_interval(self.table.follow)
-        due = self._detail_shown_at + interval
+        # The first change is drawn whole at once; within the pace's interval after it, what
+        # is cheap is drawn at once and the rest (a large payload read back or decoded, an
+        # image) is folded into one redraw of whatever is selected then, so holding PgDn
+        # stays smooth and a stream of captures followed by the cursor decodes one a second.
+        # Never later: a pane left on the previous row until then was read as the new one's.
+        now = time.monotonic()
+        due = self._detail_shown_at + self.pace.detail_interval(self.table.follow)
+        if due <= now:
+            self._show_selected()
+            return
+        self._show_selected(whole=False)
+        if self.detail.complete:
+            if self._detail_timer is not None:  # nothing left for it to draw
+                self._detail_timer.stop()
+                self._detail_timer = None
+            return
         if self._detail_timer is not None:
             if due >= self._detail_due:
                 return
             self._detail_timer.stop()  # the cursor left the stream: sooner
-        wait = due - time.monotonic()
-        if wait <= 0:
-            self._show_selected()
-        else:
-            self._detail_due = due
-            self._detail_timer = self.set_timer(wait, self._show_selected)
+        self._detail_due = due
+        self._detail_timer = self.set_timer(due - now, self._show_selected)
 
     def action_focus_filter(self) -> None:
         self.filter_bar.query_one("#filter", Input).focus()

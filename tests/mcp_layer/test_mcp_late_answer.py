@@ -21,7 +21,7 @@ from golem_core.profiles import GOLEM, MCP
 from golem_proxy.recording.reader import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.tui.model import SessionModel
-from golem_proxy.tui.widgets.detail import _summary
+from golem_proxy.tui.widgets.flow_summary import flow_summary
 from tests.support.cli_helpers import run_cli
 
 from .late_session import SERVER, late_answer_session
@@ -110,11 +110,11 @@ def test_a_late_answer_and_the_calls_that_read_it_are_named(tmp_path: Path, obse
     model = SessionModel(GOLEM)
     model.apply(read_recording(str(record)).events)
     late_flow = model.flow_numbered(slow["number"])
-    late_detail = _summary(late_flow, GOLEM, calls=model.call_rows(late_flow)).plain
+    late_detail = flow_summary(late_flow, GOLEM, calls=model.call_rows(late_flow)).plain
     assert f"late: after its tool call #{run_python['number']} returned" in late_detail
     call = model.flow_numbered(calls["create_layer"]["number"])
     under = model.caused_by(call)
-    detail = _summary(call, MCP, under, answer_row=model.answer_row(call)).plain
+    detail = flow_summary(call, MCP, under, answer_row=model.answer_row(call)).plain
     own = ", ".join(f"#{flow.number}'s" for flow in under if flow.response is not None)
     assert own, detail
     assert f"its result is #{slow['number']}'s answer (run_python), not its own {own}" in detail

@@ -56,14 +56,14 @@ async def loaded(pilot: Pilot[Any], limit: int = 2000) -> None:
 
 
 async def select(pilot: Pilot[Any], position: int, limit: int = 2000) -> None:
-    """Put the cursor on view ``position`` and wait until the detail pane shows that flow:
-    moves in quick succession are drawn only once the cursor rests, so one pause is not
-    enough."""
+    """Put the cursor on view ``position`` and wait until the detail pane shows that flow
+    whole: of moves in quick succession, a large payload is drawn only once the cursor
+    rests, so one pause is not enough."""
     app = pilot.app
     assert isinstance(app, GolemProxyApp)
     app.table.select_position(position)
     flow = app.model.flows[app.model.view[position]]
-    await wait_for(pilot, lambda: app.detail.flow is flow, limit)
+    await wait_for(pilot, lambda: app.detail.flow is flow and app.detail.complete, limit)
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from golem_proxy.events import (
     RouteDown,
     ToolCallRef,
 )
-from golem_proxy.tui.widgets.detail import _summary
+from golem_proxy.tui.widgets.flow_summary import flow_summary
 
 
 def frame(direction: Direction, obj: Any, t: float) -> FrameSeen:
@@ -41,7 +41,7 @@ def tool_call(result: Any) -> Flow:
 
 
 def tool_line(flow: Flow) -> str:
-    text = _summary(flow, MCP).plain
+    text = flow_summary(flow, MCP).plain
     return next(line for line in text.splitlines() if line.startswith("tool call"))
 
 
@@ -68,7 +68,7 @@ def test_a_call_made_while_a_golem_route_was_down_says_why_nothing_is_under_it()
     flow.request = dataclasses.replace(
         flow.request, routes_down=(RouteDown(route="main", since=0.731),)
     )
-    text = _summary(flow, MCP).plain
+    text = flow_summary(flow, MCP).plain
     (line,) = [line for line in text.splitlines() if line.startswith("  ⋯ ")]
     assert "main down since 0.731 s" in line
     assert "refused by the system" in line and "nothing of it can be seen" in line
@@ -82,7 +82,7 @@ def test_a_call_a_golem_route_went_down_under_says_so_and_when() -> None:
     flow.response = dataclasses.replace(
         flow.response, routes_down=(RouteDown(route="main", since=1.204),)
     )
-    text = _summary(flow, MCP).plain
+    text = flow_summary(flow, MCP).plain
     (line,) = [line for line in text.splitlines() if line.startswith("  ⋯ ")]
     assert "stopped listening while it was in flight (main at 1.204 s" in line
     assert "tried there after that was refused by the system" in line
@@ -98,7 +98,7 @@ def test_a_call_answered_in_a_frame_too_large_to_observe_says_so() -> None:
         conn=1, route="mcp", direction=Direction.S2C, t=2.5, reason=GapReason.FRAME_TOO_LARGE,
         size=40_000_124, detail="a 40000124-byte frame", answers=0,
     )  # fmt: skip
-    text = _summary(flow, MCP).plain
+    text = flow_summary(flow, MCP).plain
     assert "answered (unobserved:frame-too-large)" in text
     assert "by a 40000124-byte frame too large to observe" in text
 
@@ -107,7 +107,7 @@ def test_a_huge_method_is_cut_in_the_summary_as_in_the_table() -> None:
     """A hostile client's 200,000-character method filled the pane's top with it."""
     request = {"jsonrpc": "2.0", "id": 3, "method": "m" * 200_000, "params": {}}
     flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
-    first = _summary(flow, MCP).plain.splitlines()[0]
+    first = flow_summary(flow, MCP).plain.splitlines()[0]
     assert len(first) < 400 and "…" in first
 
 
@@ -116,9 +116,9 @@ def test_a_request_waiting_while_the_file_is_read_says_loading_as_the_table_does
     ``pending``."""
     request = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
     flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
-    first = _summary(flow, MCP, loading=True).plain.splitlines()[0]
+    first = flow_summary(flow, MCP, loading=True).plain.splitlines()[0]
     assert "  loading" in first and "pending" not in first
-    assert "pending" in _summary(flow, MCP).plain.splitlines()[0]
+    assert "pending" in flow_summary(flow, MCP).plain.splitlines()[0]
 
 
 def test_a_tool_call_lists_the_golem_flows_it_may_have_caused_with_other_calls() -> None:
@@ -136,7 +136,7 @@ def test_a_tool_call_lists_the_golem_flows_it_may_have_caused_with_other_calls()
     )  # fmt: skip
     golem = Flow(2, 2, "main", request=asked)
     assert shared_with(call, [call, golem]) == [golem]
-    text = _summary(call, MCP, shared=[golem]).plain
+    text = flow_summary(call, MCP, shared=[golem]).plain
     assert "? #2 scene.list_layers" in text and "ambiguous: it or another call" in text
 
 
@@ -148,7 +148,7 @@ def test_a_session_s_gap_row_names_no_route() -> None:
     )  # fmt: skip
     flow = Flow(7, 0, "")
     flow.gap = gap
-    first = _summary(flow, MCP).plain.splitlines()[0]
+    first = flow_summary(flow, MCP).plain.splitlines()[0]
     assert "every route and connection" in first and "conn 0" not in first
 
 
@@ -158,7 +158,7 @@ def test_a_request_never_delivered_is_not_said_closed_before_an_answer() -> None
     assert flow.request is not None
     flow.request = dataclasses.replace(flow.request, undelivered="upstream gone")
     flow.closed_unanswered = True
-    text = _summary(flow, MCP).plain
+    text = flow_summary(flow, MCP).plain
     assert "undelivered (upstream gone)" in text
     assert "never delivered (upstream gone): nothing was asked" in text
     assert "closed before an answer" not in text

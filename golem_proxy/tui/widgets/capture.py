@@ -42,10 +42,13 @@ class CapturePreview(Static):
         self._no_image_in: OrderedDict[int, None] = OrderedDict()
         """Flows whose answer, read in full, held no PNG after all (`KEPT` of them, by
         number): not read again each time they are shown."""
+        self._deferred = False
+        """The flow's image, if it has one, waits for `show` (`show_decoded`)."""
 
     def show(self, flow: Optional[Flow]) -> None:
         """Show the image in ``flow``'s response, if it has one."""
         self.flow = flow
+        self._deferred = False
         response = flow.response if flow is not None else None
         if flow is None or response is None:
             self._stop_decoding()
@@ -71,6 +74,33 @@ class CapturePreview(Static):
         else:
             self._stop_decoding()
             self.display = False
+
+    def show_decoded(self, flow: Flow, look: bool) -> bool:
+        """Show ``flow``'s image if it is decoded already, decoding nothing: a row passing by
+        is not worth a pure-Python decode, however small its PNG. ``look``: its answer is
+        small enough to look into for an image. False when it may hold one still to decode
+        (until `show`, said to be loading when it is known to be there, else hidden)."""
+        if flow is self.flow and not self._deferred:
+            return True  # shown, or being decoded, already
+        self.flow = flow
+        self._stop_decoding()
+        known = self._decoded.get(flow.number)
+        if known is not None:
+            self._deferred = False
+            self.display = True
+            self._draw(known)
+            return True
+        response = flow.response
+        self._deferred = response is not None and flow.number not in self._no_image_in
+        if response is not None and self._deferred and look:
+            holds = find_png(getattr(response.message, "obj", None)) is not None
+            self._deferred = holds or _image_elided(response)
+        # Said to be coming only when it is known to be there (a large answer's heading
+        # already says it is loading).
+        self.display = self._deferred and look
+        if self.display:
+            self.update(Text("Image: loading…", style="dim"))
+        return not self._deferred
 
     def _stop_decoding(self) -> None:
         """The flow shown now needs no worker: the one decoding another's image is cancelled

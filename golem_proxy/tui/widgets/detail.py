@@ -15,35 +15,21 @@ from typing import Any, Optional
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from golem_core.contract import Severity
 from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
-from ...analysis.call_outage import outage_text
 from ...analysis.flows import Flow
-from ...analysis.late_answers import noted_status, status_note
-from ...analysis.server_stderr import stderr_heading
-from ...analysis.tool_calls import (
-    arguments_summary,
-    call_key,
-    cause_text,
-    connection_text,
-    tool_call_error,
-    tool_of,
-)
-from ...events import Direction, FrameSeen
+from ...events import FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
 from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...recording.frame_skeleton import over_parse_budget
-from ...status_tone import TONE_STYLES, Tone, never_delivered_status
-from ...terminal import format_latency, format_size, safe_text
+from ...terminal import format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
 from ..render import (
     HEXDUMP_LIMIT,
@@ -56,6 +42,7 @@ from ..render import (
 )
 from ..skeleton import holds_elided_numbers
 from .capture import CapturePreview
+from .flow_summary import declared_length, flow_summary, violations_table
 
 __all__ = ["TREE_NODES", "FlowDetail"]
 
@@ -79,6 +66,13 @@ NUMBERS_WHOLE_UP_TO = 16 * 1024 * 1024
 a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
 thread), whose numbers are what its reader came for."""
 BULK_SHOWN_ELIDED = "; its bulk is shown elided"
+DRAWN_AT_ONCE_UP_TO = 64 * 1024
+"""A frame up to this many bytes, its payload in memory, is drawn the moment its row is
+selected, however fast rows come (`show` with ``whole=False``): the JSON shown is bounded
+anyway (`TREE_NODES` values, long strings shortened), and decoding it again takes well under a
+millisecond. A larger one (decoded again or read back from the recording) or one in the
+recording is drawn at the pace's interval (pace.py), its heading saying ``loading…`` meanwhile."""
+LOADING = "  loading…"
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -106,6 +100,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.expand_strings = False
         self._whole: dict[str, tuple[FrameSeen, Any]] = {}
         """By side, the frame shown last and its message's JSON as its payload says it."""
+        self.complete = True
+        """Every part of the shown flow is drawn; False while a large payload (its heading
+        says ``loading…``) or an image waits for `show` with ``whole``."""
+        self._drawn: dict[str, FrameSeen] = {}
+        """By side, the frame whose body is drawn whole."""
 
     def compose(self) -> ComposeResult:
         yield Static("No flow selected.", id="summary")
@@ -131,8 +130,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
         shared: Sequence[Flow] = (),
         resent: str = "",
         answer_row: Optional[int] = None,
+        whole: bool = True,
     ) -> None:
-        """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
+        """Display ``flow`` (None clears the pane); without ``whole``, only what is cheap
+        to draw: the summary and small payloads, each other part saying it is loading
+        (`complete` is then False) until shown again whole; ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
         that were let go from memory (the older ones); ``ended_why``: why nothing more is read
         (the source's last word), said of a request it left waiting; ``calls``: the rows of
@@ -149,7 +151,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.shared = list(shared)
         self.resent = resent
         self.answer_row = answer_row
-        self._render_flow()
+        self._render_flow(whole)
 
     def toggle_strings(self) -> bool:
         """Expand or shorten long strings again; returns the new state."""
@@ -169,9 +171,15 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 parts.append(_plain(child.content))
         return "\n".join(parts)
 
-    def _render_flow(self) -> None:
+    def _render_flow(self, whole: bool = True) -> None:
         flow, profile = self.flow, self.profile
-        self.query_one(CapturePreview).show(flow)
+        self.complete = True
+        preview = self.query_one(CapturePreview)
+        response = flow.response if flow is not None else None
+        if whole or flow is None:
+            preview.show(flow)
+        elif not preview.show_decoded(flow, response is not None and _drawn_at_once(response)):
+            self.complete = False
         summary = self.query_one("#summary", Static)
         violations = self.query_one("#violations", Static)
         if flow is None or profile is None:
@@ -181,7 +189,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self._show_side(side, None, "")
             return
         summary.update(
-            _summary(
+            flow_summary(
                 flow,
                 profile,
                 self.under,
@@ -194,20 +202,24 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self.answer_row,
             )
         )
-        violations.update(_violations(flow) if flow.violations else "")
+        violations.update(violations_table(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
         if flow.frame_error is not None:
             error = flow.frame_error
             self._show_side("request", None, "")
+            self._drawn.pop("response", None)
             title = f"Framing error {error.direction.arrow} {error.kind.value}"
             body = Group(
-                Text(safe_text(error.detail) + _declared(error.declared_length), style="bold red"),
+                Text(
+                    safe_text(error.detail) + declared_length(error.declared_length),
+                    style="bold red",
+                ),
                 Text(hexdump(error.raw), style="cyan"),
             )
             self._set_side("response", title, body)
             return
-        self._show_side("request", flow.request, "Request →")
-        self._show_side("response", flow.response, "Response ←")
+        self._show_side("request", flow.request, "Request →", whole)
+        self._show_side("response", flow.response, "Response ←", whole)
 
     def _set_side(self, side: str, title: str, body: RenderableType) -> None:
         self.query_one(f"#{side}-title", Static).update(Text(title))
@@ -215,7 +227,12 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.query_one(f"#{side}-body", Static).display = True
         self.query_one(f"#{side}-tree", Tree).display = False
 
-    def _show_side(self, side: str, frame: Optional[FrameSeen], title: str) -> None:
+    def _show_side(
+        self, side: str, frame: Optional[FrameSeen], title: str, whole: bool = True
+    ) -> None:
+        if not whole and frame is not None and self._drawn.get(side) is frame:
+            return  # drawn whole already: left as it is (a tree keeps what was expanded)
+        self._drawn.pop(side, None)
         title_widget = self.query_one(f"#{side}-title", Static)
         body = self.query_one(f"#{side}-body", Static)
         tree: Tree[Any] = self.query_one(f"#{side}-tree", Tree)
@@ -236,6 +253,26 @@ class FlowDetail(VerticalScroll, can_focus=True):
             tree.display = False
             return
         heading = f"{title}  {format_size(frame.size)}  t={fmt_time(frame.t)}"
+        if not whole and not _drawn_at_once(frame):
+            # Nothing of it is read (not even its message, which a compact frame parses
+            # again): the heading names the selected row's frame, and the body follows.
+            title_widget.update(Text(heading) + Text(LOADING, style="dim"))
+            body.update("")
+            body.display, tree.display = True, False
+            self.complete = False
+            return
+        self._draw_frame(side, frame, heading, title_widget, body, tree)
+        self._drawn[side] = frame
+
+    def _draw_frame(
+        self,
+        side: str,
+        frame: FrameSeen,
+        heading: str,
+        title_widget: Static,
+        body: Static,
+        tree: Tree[Any],
+    ) -> None:
         # A payload the TUI let go (payloads.py) is said to be gone, under the title: what
         # follows is the message the row kept, never an empty body shown as the body.
         note = release_note(frame)
@@ -353,166 +390,9 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
     return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
 
 
-SUMMARY_CHARS = 200
-"""The most of a method or status the summary line shows."""
-
-
-def _summary(
-    flow: Flow,
-    profile: Profile,
-    under: Sequence[Flow] = (),
-    under_let_go: str = "",
-    ended_why: str = "",
-    calls: Mapping[tuple[int, int], int] = {},
-    loading: bool = False,
-    shared: Sequence[Flow] = (),
-    resent: str = "",
-    answer_row: Optional[int] = None,
-) -> Text:
-    text = Text()
-    text.append(f"#{flow.number} ", style="bold")
-    title = flow.method or connection_text(flow) or "(no method)"
-    # Cut as the table cuts them: a hostile peer's 200,000-character method or code filled
-    # the pane; the request or answer below holds it whole.
-    text.append(safe_text(title, SUMMARY_CHARS), style="bold")
-    # As the table says it (`SessionModel.status`): a request still waiting while the file
-    # is read may be answered further on.
-    shown = "loading" if loading and flow.pending else flow.status(profile)
-    status = safe_text(shown, SUMMARY_CHARS)
-    tone = flow.tone
-    text.append(
-        f"  {status}", style=TONE_STYLES[tone] if tone is Tone.OK else f"bold {TONE_STYLES[tone]}"
-    )
-    if flow.conn == 0:  # a session's row (observation stopped or restarted): no route
-        text.append("  every route and connection")
-    else:
-        text.append(f"  route {safe_text(flow.route)}  conn {flow.conn}")
-    if flow.marked:
-        text.append("  ● marked", style="bold magenta")
-    times = []
-    if flow.request is not None:
-        times.append(f"request t={fmt_time(flow.request.t)}")
-    if flow.response is not None:
-        times.append(f"response t={fmt_time(flow.response.t)}")
-    if flow.latency is not None:
-        times.append(f"latency {format_latency(flow.latency)}")
-    ended = flow.stream_ended
-    if flow.never_delivered:
-        # Not "closed before an answer": that would say the receiver had it to answer.
-        request = flow.request
-        if request is not None and request.delivered_bytes:
-            # Part of a frame: no receiver can act on it.
-            status = never_delivered_status(
-                safe_text(flow.undelivered, 80), request.delivered_bytes, request.size
-            )
-            times.append(f"{status}: nothing was asked")
-        else:
-            times.append(f"never delivered ({safe_text(flow.undelivered, 80)}): nothing was asked")
-    elif ended is not None and ended.cut:
-        side = "upstream" if ended.direction is Direction.S2C else "client"
-        cut = safe_text(ended.cut, 80)
-        times.append(f"the proxy ended the {side}'s stream at t={fmt_time(ended.t)} ({cut})")
-    elif ended is not None:
-        side = "upstream" if ended.direction is Direction.S2C else "client"
-        times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")
-    elif flow.closed_unanswered:
-        times.append("connection closed before an answer")
-    elif flow.answered_in is not None:
-        gap = flow.answered_in
-        times.append(
-            f"answered at t={fmt_time(gap.t)} by a {gap.size}-byte frame too large to observe "
-            f"(unobserved:{gap.reason.value}): what it said is not known"
-        )
-    elif flow.ended_waiting and flow.pending:
-        why = f" ({safe_text(ended_why)})" if ended_why else ""
-        times.append(f"no answer read before the {flow.ended_waiting} ended{why}")
-    if flow.connection_failed is not None:
-        times.append(f"closed t={fmt_time(flow.connection_failed.t)}, before a byte crossed it")
-    if times:
-        text.append("\n" + "  ".join(times), style="dim")
-    failed = tool_call_error(flow)
-    if failed is not None:
-        text.append(f"\ntool call {safe_text(tool_of(flow) or '?')}", style="bold")
-        text.append(f"({safe_text(arguments_summary(flow, 200))})")
-        # The row's own status: `isError` only when the model was told so; a failure the
-        # plugin reported inside a success result reads as such (the model saw no isError).
-        shown = safe_text(flow.status(profile)) if failed else "ok"
-        text.append(f"  {shown}", style="bold red" if failed else _ok_style(flow))
-        outage = outage_text(flow)
-        if outage is not None:
-            text.append(f"\n  ⋯ {safe_text(outage)}", style="yellow")
-    cause = cause_text(flow, calls)
-    if cause is not None:
-        text.append(f"\n{safe_text(cause)}", style="cyan")
-    # Decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`).
-    own = [caused.number for caused in under if caused.response is not None]
-    note = status_note(flow, calls, answer_row, own)
-    if note is not None:
-        text.append(f"\n{safe_text(note)}", style="bold yellow")
-    if resent:
-        text.append(f"\n{resent}", style="cyan")
-    if under_let_go:
-        text.append(f"\n  ↳ {safe_text(under_let_go)}", style="yellow")
-    key = call_key(flow)
-    this_call = {key: flow.number} if key is not None else {}
-    for caused in under:
-        # As its own row says it: a late answer's row says so after its status.
-        note = status_note(caused, this_call)
-        status = noted_status(safe_text(caused.status(profile)), safe_text(note) if note else None)
-        method = caused.method or connection_text(caused) or "?"
-        text.append(f"\n  ↳ #{caused.number} {safe_text(method)} ")
-        text.append(status, style="red" if caused.is_error else _ok_style(caused))
-        if caused.latency is not None:
-            text.append(f"  {format_latency(caused.latency)}", style="dim")
-    for maybe in shared:
-        # Sent while other calls were in flight too: this one may have caused it.
-        method = maybe.method or connection_text(maybe) or "?"
-        text.append(f"\n  ? #{maybe.number} {safe_text(method)} ")
-        text.append(safe_text(maybe.status(profile)), style="red" if maybe.is_error else "green")
-        text.append("  (ambiguous: it or another call in flight)", style="dim")
-    for fault in flow.faults:
-        fault_text = safe_text(f"{fault.fault} {fault.detail}")
-        text.append(f"\nfault injected: {fault_text}", style="magenta")
-    if flow.stderr is not None:  # the server's own words on why it failed (a traceback)
-        text.append(f"\n{stderr_heading(flow.stderr)}", style="yellow")
-        for line in flow.stderr.lines:
-            text.append(f"\n  │ {safe_text(line, SUMMARY_CHARS * 2)}")
-    if flow.closed_by_proxy is not None:
-        closed = flow.closed_by_proxy
-        text.append(
-            f"\nthe proxy closed this connection at t={fmt_time(closed.t)}: "
-            f"{safe_text(closed.reason)}; a server that kept it finds it closed at its next use",
-            style="yellow",
-        )
-    return text
-
-
-def _violations(flow: Flow) -> Table:
-    # Not expanded: rich then shares a narrow width (a pane beside the table) among all the
-    # columns, where an expanding ratio column was left one letter wide.
-    table = Table(title="Contract violations", title_justify="left", box=None)
-    # Every cell folds rather than being cut.
-    table.add_column("rule", overflow="fold")
-    table.add_column("severity", no_wrap=True)
-    table.add_column("path", overflow="fold")
-    table.add_column("message", overflow="fold")
-    for violation in flow.violations:
-        colour = "red" if violation.severity is Severity.ERROR else "yellow"
-        # Text cells, not str: a str cell is read as markup, and messages quote the peer.
-        table.add_row(
-            Text(safe_text(violation.rule)),
-            Text(violation.severity.value, style=colour),
-            Text(safe_text(violation.path)),
-            Text(safe_text(violation.message)),
-        )
-    return table
-
-
-def _declared(length: Optional[int]) -> str:
-    if isinstance(length, int):
-        return f" (declared length {length:,})"
-    # Only a damaged or hostile recording gets here: show what it says, safely.
-    return f" (declared length {safe_text(repr(length))})" if length is not None else ""
+def _drawn_at_once(frame: FrameSeen) -> bool:
+    """Whether ``frame`` is drawn the moment its row is selected (`DRAWN_AT_ONCE_UP_TO`)."""
+    return frame.size <= DRAWN_AT_ONCE_UP_TO and in_recording(frame) is None
 
 
 def _walk(node: TreeNode[Any]) -> list[TreeNode[Any]]:
@@ -531,9 +411,3 @@ def _plain(content: Any) -> str:
     console = Console(width=200, color_system=None, record=True, file=io.StringIO())
     console.print(content)
     return console.export_text()
-
-
-def _ok_style(flow: Flow) -> str:
-    """The style of a row's status that did not fail: a warning for an answer out of turn
-    (`Flow.out_of_turn`), not ok-green."""
-    return f"bold {TONE_STYLES[Tone.OUT_OF_TURN]}" if flow.out_of_turn else "green"
