@@ -255,6 +255,11 @@ class FramingErrorSeen:
     redacted: tuple[str, ...] = ()
     """``("echo",)`` when ``--redact`` scrubbed a value its rules replaced before out of
     ``raw`` (then not the bytes as they came); empty otherwise."""
+    cut: str = ""
+    """A frame that never reached its receiver, cut short by an end of stream the proxy made
+    itself, and how (``the proxy reset the client``: it stopped reading the client of an
+    upstream it could not reach, `StreamEnded.cut`): no side's framing error, nor a
+    violation; ``detail`` says how much of it was read. Empty otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)

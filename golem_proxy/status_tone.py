@@ -13,6 +13,7 @@ from golem_core.outcome import Outcome, OutcomeKind
 __all__ = [
     "TONE_STYLES",
     "Tone",
+    "cut_frame_status",
     "cut_status",
     "never_delivered_status",
     "outcome_tone",
@@ -84,6 +85,14 @@ def never_delivered_status(undelivered: str, delivered: int = 0, size: int = 0) 
     if delivered > 0:
         return f"partly delivered ({delivered:,} of {size:,} bytes; {undelivered})"
     return f"undelivered ({undelivered})"
+
+
+def cut_frame_status(undelivered: str, read: str) -> str:
+    """The status of a frame no receiver got that the proxy itself cut short
+    (`FramingErrorSeen.cut`): ``undelivered (upstream unreachable: connection refused); 20 of
+    124 bytes read before the proxy reset the client`` (``read``: its ``detail``), no framing
+    error of its sender's."""
+    return f"undelivered ({undelivered}); {read}"
 
 
 def cut_status(cut: str) -> str:

@@ -161,7 +161,7 @@ def _recheck(flow: Flow, profile: Profile) -> list[tuple[Violation, Optional[Dir
         # The pair's own checks name the answer, as the tap's do.
         checked = profile.check_exchange(request.message, response.message)
         found += [(v, response.direction) for v in checked]
-    if error is not None:
+    if error is not None and not error.cut:  # a frame the proxy cut is no sender's error
         rebuilt = FrameError(
             error.kind, error.detail, error.raw, error.recoverable, error.declared_length
         )

@@ -28,6 +28,7 @@ from ..events import (
 )
 from ..status_tone import (
     Tone,
+    cut_frame_status,
     cut_status,
     never_delivered_status,
     outcome_tone,
@@ -315,7 +316,7 @@ class Flow:
         if self.gap is not None or self.let_go or self.answered_in is not None:
             return Tone.UNOBSERVED
         if self.frame_error is not None:
-            return Tone.MALFORMED
+            return Tone.UNDELIVERED if self.frame_error.cut else Tone.MALFORMED
         if self.outcome is not None:
             tone = outcome_tone(self.outcome, self.undelivered)
             return Tone.OUT_OF_TURN if tone is Tone.OK and self.out_of_turn else tone
@@ -336,7 +337,9 @@ class Flow:
         the side that was to answer ended its stream first; ``(truncated by --fault
         truncate)`` when the proxy ended it: `cut_status`), ``undelivered (upstream gone)``
         (a request its receiver never got: `never_delivered`; ``partly delivered (14 of 111
-        bytes; upstream gone)`` when it got only its first bytes), ``answered
+        bytes; upstream gone)`` when it got only its first bytes; ``undelivered (…); 20 of 124
+        bytes read before the proxy reset the client`` for a frame the proxy stopped reading:
+        `cut_frame_status`), ``answered
         (unobserved:frame-too-large)`` (its answer was too large to observe: `answered_in`),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
@@ -349,7 +352,10 @@ class Flow:
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
-            return self.frame_error.kind.value
+            error = self.frame_error
+            if error.cut:  # the proxy's doing, not its sender's
+                return cut_frame_status(error.undelivered, error.detail)
+            return error.kind.value
         if self.outcome is not None:
             status = self.outcome.text
         elif self.request is not None and isinstance(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from golem_core.messages import Request
 from golem_core.profiles import Profile
@@ -28,11 +28,24 @@ from .call_outage import outage_label
 from .flows import Flow
 from .trace import json_text
 
+if TYPE_CHECKING:  # served at run time by `__getattr__` (two_layers.py imports this module)
+    from .two_layers import (
+        ToolCall,
+        TwoLayerBuilder,
+        TwoLayers,
+        read_tool_calls,
+        read_two_layers,
+    )
+
 __all__ = [
     "LAYER_GOLEM",
     "LAYER_MCP",
     "Attribution",
+    # Their old home: `__getattr__` serves them from two_layers.py, star imports included.
+    "ToolCall",
     "ToolCallIndex",
+    "TwoLayerBuilder",
+    "TwoLayers",
     "arguments_summary",
     "attributed_tool",
     "attribution_refs",
@@ -44,6 +57,8 @@ __all__ = [
     "layer_of",
     "mcp_routes",
     "owner_key",
+    "read_tool_calls",
+    "read_two_layers",
     "tool_call_error",
     "tool_call_name",
     "tool_of",

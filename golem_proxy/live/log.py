@@ -29,6 +29,7 @@ from ..events import Direction, Event
 from ..status_tone import (
     TONE_STYLES,
     Tone,
+    cut_frame_status,
     never_delivered_status,
     outcome_tone,
     undelivered_status,
@@ -222,11 +223,12 @@ class EventLog:
             return self._frame(event)
         if isinstance(event, events.FramingErrorSeen):
             text = self._prefix(event.t, event.route, event.conn)
-            text.append(
-                f"{event.direction.arrow} framing error: {event.kind.value}", "bold magenta"
-            )
-            text.append(f" — {safe_text(event.detail, _DETAIL)}")
-            return text
+            arrow, detail = event.direction.arrow, safe_text(event.detail, _DETAIL)
+            if event.cut:  # the proxy stopped reading it: no framing error of its sender's
+                why = cut_frame_status(safe_text(event.undelivered, _NAME), detail)
+                return text.append(f"{arrow} {why}", TONE_STYLES[Tone.UNDELIVERED])
+            text.append(f"{arrow} framing error: {event.kind.value}", "bold magenta")
+            return text.append(f" — {detail}")
         if isinstance(event, events.ConnectionOpened):
             if self.verbosity < Verbosity.NORMAL:
                 return None

@@ -34,7 +34,7 @@ from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
 from .tap import ConnectionTap
-from .unreachable import hand_on_unsent, read_unsent
+from .unreachable import UnsentBudget, UnsentHandOn, UnsentRead
 
 __all__ = ["Proxy"]
 
@@ -86,6 +86,8 @@ class Proxy:
         have waited for (`cut`)."""
         self.accepted = 0
         """Connections accepted since the start."""
+        self._unsent_budget = UnsentBudget()
+        """What the clients of unreachable upstreams may have read at once (unreachable.py)."""
         self._all_closed = trio.Event()
         self._all_closed.set()
 
@@ -292,11 +294,14 @@ class Proxy:
 
     async def _unsent(self, conn: Connection, why: str) -> None:
         """``conn``'s upstream could not be reached (``why``): record what its client sent,
-        never forwarded, undelivered (unreachable.py)."""
-        chunks = await read_unsent(conn.client.socket.fileno(), self.options.observe.frame)
-        if chunks:
-            self._observe(conn)
-            hand_on_unsent(conn, chunks, self.start_time, why)
+        never forwarded, undelivered, as it is read (unreachable.py)."""
+        hand_on = UnsentHandOn(conn, self.start_time, why, functools.partial(self._observe, conn))
+        reading = UnsentRead(self._unsent_budget, self.options.observe.frame, hand_on)
+        try:
+            await reading(conn.client.socket.fileno())
+            hand_on.end(reading)
+        finally:
+            reading.release()
 
     async def _relay(self, conn: Connection) -> None:
         assert conn.upstream is not None

@@ -38,6 +38,9 @@ class SessionTally:
     framing_errors: int = 0
     """Bytes that framed no message (oversized, truncated): each a row of its own in `show`,
     and a failure in `stats` and `check`."""
+    cut_short: int = 0
+    """Frames never delivered that the proxy stopped reading part-way (`FramingErrorSeen.cut`):
+    rows of their own, and no peer's framing error."""
     undelivered: int = 0
     """Requests that wanted an answer and never reached their receiver
     (`FrameSeen.undelivered`): among the `unanswered`, and no receiver's doing."""
@@ -55,7 +58,10 @@ class SessionTally:
         elif isinstance(event, ViolationSeen):
             self.violations += 1
         elif isinstance(event, FramingErrorSeen):
-            self.framing_errors += 1
+            if event.cut:  # a frame the proxy cut is no peer's error
+                self.cut_short += 1
+            else:
+                self.framing_errors += 1
         elif isinstance(event, ObservationLost) and event.answers is not None:
             self.answered_unobserved += 1
 
@@ -84,6 +90,8 @@ class SessionTally:
             )
         if self.framing_errors:
             more += f"; {counted(self.framing_errors, 'framing error')}"
+        if self.cut_short:
+            more += f"; {counted(self.cut_short, 'frame')} never delivered, read in part"
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
             f"{counted(self.violations, 'violation')}{more})"

@@ -54,6 +54,7 @@ from .tap_limits import (
     ObserveLimits,
     TapVerdict,
     is_unobserved_frame,
+    read_before_cut,
     split_header,
 )
 from .tap_pairing import ConnectionPairing
@@ -127,12 +128,7 @@ class ConnectionTap:
     @property
     def held(self) -> int:
         """Bytes this connection's inspection holds now (partial frames, waiting requests)."""
-        inputs = self._inputs
-        return (
-            inputs[Direction.C2S].buffered
-            + inputs[Direction.S2C].buffered
-            + self._pairing.pending_bytes
-        )
+        return sum(side.buffered for side in self._inputs.values()) + self._pairing.pending_bytes
 
     def process(
         self, direction: Direction, data: Chunk, t: float, frame: Optional[Frame] = None
@@ -347,26 +343,33 @@ class ConnectionTap:
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             undelivered, delivered = self._frames.undelivered(direction)
             raw, redacted = self._frames.scrubbed(event.raw)
+            # A frame no receiver got, cut short by the proxy's own end (it stopped reading):
+            # no side's framing error, what was read of it is said instead.
+            truncated_here = undelivered and event.kind is FrameErrorKind.TRUNCATED
+            cut = self._cut.get(direction, "") if truncated_here else ""
+            detail = read_before_cut(self.profile, event.raw, digest, cut) if cut else ""
             self.publish(
                 FramingErrorSeen(
                     **self._where(direction, t),
                     kind=event.kind,
-                    detail=event.detail,
+                    detail=detail or event.detail,
                     raw=raw,
                     recoverable=event.recoverable,
                     declared_length=event.declared_length,
                     undelivered=undelivered,
                     delivered_bytes=min(delivered, len(event.raw)),
                     redacted=redacted,
+                    cut=cut,
                 )
             )
-            found = self.profile.frame_violation(event)
-            self._violated(direction, None, t, found)
+            if not cut:
+                self._violated(direction, None, t, self.profile.frame_violation(event))
             if not event.recoverable and self._inputs[direction].ended:
                 # The end cut a frame (a plugin killed while it wrote its answer): the decoder
                 # says so and stops, with no end of stream of its own after it.
                 self._stream_ended(direction, t)
-            return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
+            what = f"{direction.value} {event.kind.value} frame: {event.detail}"
+            return None if cut else TapVerdict(what)
         if isinstance(event, Discarded):
             undelivered, delivered = self._frames.undelivered(direction)
             raw, redacted = self._frames.scrubbed(event.raw)

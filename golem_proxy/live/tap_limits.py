@@ -1,6 +1,7 @@
 """What one connection's inspection may hold and say: its limits (`ObserveLimits`), the verdict
-that closes a connection under ``--enforce-limits`` (`TapVerdict`), and the digest of a frame
-too large to hold (`FrameDigest`)."""
+that closes a connection under ``--enforce-limits`` (`TapVerdict`), the digest of a frame
+too large to hold (`FrameDigest`), and how much of a frame the proxy cut short was read
+(`read_before_cut`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
-from golem_core.framing import FrameError, FrameErrorKind, Framing
+from golem_core.framing import LENGTH_HEADER, FrameError, FrameErrorKind, Framing
 from golem_core.profiles import Profile
 
 from .frame_ends import FrameEnds
@@ -20,6 +21,7 @@ __all__ = [
     "ObserveLimits",
     "TapVerdict",
     "is_unobserved_frame",
+    "read_before_cut",
     "split_header",
 ]
 
@@ -100,3 +102,22 @@ def split_header(profile: Profile, raw: bytes) -> tuple[bytes, bytes]:
     if profile.framing is Framing.LENGTH_PREFIXED:
         return raw[:4], raw[4:]
     return b"", raw
+
+
+def read_before_cut(profile: Profile, raw: bytes, digest: Optional[FrameDigest], how: str) -> str:
+    """What is said of a frame whose stream the proxy ended inside it (``how``:
+    `FramingErrorSeen.cut`), its first bytes ``raw`` (or ``digest``, one too large to hold):
+    ``20 of 124 bytes read before the proxy reset the client``; without a header that says
+    its size, ``20 bytes of a frame read before …``."""
+    if digest is not None:
+        read, size = digest.size, digest.frame_size
+    else:
+        read, size = len(raw), None
+        header, _ = split_header(profile, raw)
+        if len(header) == LENGTH_HEADER.size:
+            size = len(header) + LENGTH_HEADER.unpack(header)[0]
+    if not read:  # its first bytes went unobserved (the observer was behind)
+        return f"part of a frame read before {how}"
+    if size is None:
+        return f"{read:,} bytes of a frame read before {how}"
+    return f"{read:,} of {size:,} bytes read before {how}"

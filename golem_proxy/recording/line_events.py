@@ -279,6 +279,7 @@ class LineDecoder:
                 undelivered=member_str(data, "undelivered", ""),
                 delivered_bytes=member_int(data, "delivered_bytes", 0),
                 redacted=member_redacted(data),
+                cut=member_str(data, "cut", ""),
             )
         if kind == "discarded":
             raw = member_base64(data)

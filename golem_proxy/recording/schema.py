@@ -128,6 +128,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "declared",
         "undelivered",
         "delivered_bytes",
+        "cut",
         "redacted",
         "raw",
     ),

@@ -87,6 +87,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
         base.update(recoverable=event.recoverable, declared=event.declared_length)
         _undelivered_members(base, event)
+        if event.cut:
+            base.update(cut=event.cut)
         if event.redacted:
             base.update(redacted=list(event.redacted))
         base.update(raw=b64(event.raw))

@@ -9,7 +9,9 @@ before. With observation in the proxy's process and in a process of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import socket
 import subprocess
 import time
@@ -18,7 +20,14 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
-from golem_proxy.events import ConnectionClosed, Direction, FrameSeen
+from golem_proxy.events import (
+    ConnectionClosed,
+    Direction,
+    FrameSeen,
+    FramingErrorSeen,
+    ViolationSeen,
+)
+from golem_proxy.live.unreachable import BUDGET, CUT_HOW
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import interrupt, reap, run_cli, start_cli, wait_for_line
 
@@ -124,3 +133,81 @@ def test_a_client_that_sends_nothing_is_reset_promptly(tmp_path: Path, observer:
     assert not [e for e in events if isinstance(e, FrameSeen)]
     (close,) = [e for e in events if isinstance(e, ConnectionClosed)]
     assert close.reason == f"upstream 127.0.0.1:{upstream} unreachable: connection refused"
+
+
+def _cut_row(read: int, size: int) -> str:
+    return f"undelivered ({WHY}); {read:,} of {size:,} bytes read before the proxy reset the client"
+
+
+def test_a_call_still_arriving_when_the_proxy_stops_reading_is_no_error_of_the_clients(
+    tmp_path: Path, observer: str
+) -> None:
+    """The client writes its call in two parts, the second after the proxy stopped reading
+    (50 ms): the client never ended its stream, the proxy did. The part read is the call's
+    row, undelivered and read in part, not a truncated frame of the client's: no violation."""
+    record = tmp_path / "slow.jsonl"
+    proxy, listen, upstream = _start_proxy(record, observer)
+    request = GOLEM.encode({"id": "c1", "method": "ping", "params": {"pad": "y" * 100}})
+    try:
+        with socket.create_connection(("127.0.0.1", listen), timeout=10) as client:
+            client.sendall(request[:20])  # the rest would come later: the proxy resets it first
+            assert _reset_after(client) < RESET_DEADLINE
+    finally:
+        logged, closing = _stop(proxy)
+    events = read_recording(str(record)).events
+    (error,) = [e for e in events if isinstance(e, FramingErrorSeen)]
+    assert (error.cut, error.undelivered, error.raw) == (CUT_HOW, WHY, request[:20])
+    assert error.detail == f"20 of {len(request)} bytes read before the proxy reset the client"
+    assert not [e for e in events if isinstance(e, ViolationSeen)]
+    (close,) = [e for e in events if isinstance(e, ConnectionClosed)]
+    assert close.reason == (
+        f"upstream 127.0.0.1:{upstream} unreachable: connection refused; "
+        "20 bytes read from the client not sent"
+    )
+    shown = run_cli("show", str(record), "--json")
+    rows = [json.loads(line) for line in shown.stdout.splitlines() if line.strip()]
+    assert [(r["conn"], r["status"]) for r in rows] == [(1, _cut_row(20, len(request)))]
+    check = run_cli("check", str(record))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "no contract violations" in check.stdout and "truncated" not in check.stdout
+    assert f"#1   → {_cut_row(20, len(request))}" in logged, logged
+    assert "framing error" not in logged + closing
+    assert "1 frame never delivered, read in part" in closing
+
+
+def test_a_call_larger_than_the_proxy_reads_is_read_within_its_budget(
+    tmp_path: Path, observer: str
+) -> None:
+    """A call larger than what the proxy reads at once from the clients of unreachable
+    upstreams (`unreachable.BUDGET`): no more than that is read (the rest is not: the close
+    says so when the budget, not the 50 ms, stopped the reading), and the row says how much."""
+    record = tmp_path / "large.jsonl"
+    proxy, listen, upstream = _start_proxy(record, observer)
+    request = GOLEM.encode({"id": "big", "method": "ping", "params": {"pad": "z" * (6 << 20)}})
+    try:
+        client = socket.create_connection(("127.0.0.1", listen), timeout=10)
+        # Reset before it could write it all, or once it did (the sockets' buffers).
+        with client, contextlib.suppress(OSError):
+            client.sendall(request)
+            client.recv(1)
+    finally:
+        _stop(proxy)
+    events = read_recording(str(record)).events
+    (error,) = [e for e in events if isinstance(e, FramingErrorSeen)]
+    found = re.fullmatch(
+        rf"([\d,]+) of {len(request):,} bytes read before the proxy reset the client", error.detail
+    )
+    assert found is not None, error.detail
+    read = int(found.group(1).replace(",", ""))
+    assert 0 < read <= BUDGET and error.cut == CUT_HOW and error.undelivered == WHY
+    assert not [e for e in events if isinstance(e, ViolationSeen)]
+    (close,) = [e for e in events if isinstance(e, ConnectionClosed)]
+    said = f"upstream 127.0.0.1:{upstream} unreachable: connection refused; {read:,} bytes read "
+    past = (
+        f"from the client not sent; what it sent after them was not read (past the "
+        f"{BUDGET:,} bytes read at once from clients of unreachable upstreams)"
+    )
+    # On a slow machine the 50 ms may end the reading first: then nothing more is said.
+    assert close.reason in (said + past, said + "from the client not sent"), close.reason
+    if read == BUDGET:
+        assert close.reason == said + past
