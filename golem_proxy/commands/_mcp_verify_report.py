@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..replay.call_scope import summary_of
 from ..replay.live_targets import TargetLost
 from ..replay.mcp_verify import McpCheck, McpVerifyResult
 from ..replay.route_addresses import RouteAddresses
@@ -87,13 +88,17 @@ def render(
     if mapped and addresses is not None:
         console.print(Text(_addresses_text(mapped, addresses), "dim"))
     if misses:
+        # Each fails the run: what the build sent that the recording never had would reach
+        # Rhino too (and what the recording had, under another call, is not this call's).
         console.print(
             Text(
-                f"the stand-in had no recorded answer for {len(misses)} GOLEM request(s) "
-                "(answered with an error)",
-                "yellow",
+                f"the build sent {len(misses)} GOLEM request(s) the stand-in had no recorded "
+                "answer for (each answered with an error):",
+                "bold red",
             )
         )
+        for miss in misses:
+            console.print(Text("  " + _miss_text(miss)))
     if any(check.differences for check in result.checks):
         # The table is a preview: say so, and where the rest is.
         console.print(
@@ -145,8 +150,30 @@ def render(
             verb = "differs" if len(others) == 1 else "differ"
             summary.append(f"{safe_text(', '.join(others))} {verb}")
         console.print(Text("mcp-verify: " + "; ".join(summary), "red"))
+    elif misses:
+        console.print(
+            Text(
+                f"mcp-verify: the tool calls match, but the build sent {len(misses)} GOLEM "
+                "request(s) the stand-in had no recorded answer for",
+                "red",
+            )
+        )
     else:
         console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))
+
+
+def _miss_text(miss: dict[str, Any]) -> str:
+    """One miss as the JSON has it, in words: the call it came in, what was sent, why."""
+    call = miss.get("tool_call")
+    if "tool_call" not in miss:  # not told by call (a stand-in that served any answer)
+        return safe_text(f"{miss['route']} {miss['method']}: {miss['message']}")
+    during = (
+        f"#{call['number']} {call['tool']} {summary_of(call['arguments'])}"
+        if isinstance(call, dict)
+        else "outside any tool call"
+    )
+    sent = f"{miss['method']} {summary_of(miss.get('params'))}"
+    return safe_text(f"{during} sent {sent} on {miss['route']}: {miss['message']}")
 
 
 def _differing_requests(result: McpVerifyResult) -> list[str]:

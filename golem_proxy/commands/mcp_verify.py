@@ -23,17 +23,19 @@ from rich.console import Console
 from golem_core.profiles import GOLEM, get_profile
 
 from ..analysis.trace import json_text
+from ..analysis.two_layers import read_two_layers
 from ..live.proxy_options import BoundRoute
 from ..net.addresses import Address, Route
 from ..net.listeners import ListenError
+from ..replay.call_scope import CallScopes
 from ..replay.diffing import Comparator
-from ..replay.engine import ReplayEngine
+from ..replay.engine import MissRecord, ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.live_redaction import LiveRedaction
 from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
-from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
-from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
+from ..replay.mcp_script import ClientStep, McpScript, NoMcpLayer, read_script
+from ..replay.mcp_verify import McpVerifyResult, play
 from ..replay.outage_plan import OutagePlan, RouteHistories
 from ..replay.outage_standin import AppliedOutage, OutageStandIn
 from ..replay.route_addresses import RouteAddresses
@@ -94,6 +96,7 @@ class _Run:
     numbers: dict[int, int]
     plan: OutagePlan
     trace: ExchangeTrace
+    scopes: CallScopes
     comparator: Comparator
     target: Optional[Address]
     gh_target: Optional[Address]
@@ -137,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
         except NoMcpLayer as exc:
             raise CommandError(str(exc)) from None
         plan = histories.plan(script)
-        numbers = tool_call_numbers(args.file)
         trace = load_exchanges(args.file)
+        scopes = CallScopes.of(read_two_layers(args.file), trace)
+        numbers = {index: call.number for index, call in scopes.calls.items()}
     if not script.tool_calls:
         raise CommandError(f"{args.file}: no tool calls to verify")
     job = _Run(
@@ -147,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         numbers,
         plan,
         trace,
+        scopes,
         comparator,
         args.target,
         args.gh_target,
@@ -203,6 +208,14 @@ async def _verify(
     listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
     # The stand-in answers from the recording, and plays its outages as they were.
     standin = OutageStandIn(ReplayServer(engine, listen), listen, job.plan)
+
+    async def before_step(step: ClientStep) -> None:
+        # The stand-in serves the call in flight its own recorded exchanges (`call_scope`);
+        # a notification leaves the scope of the request before it.
+        if step.is_request:
+            engine.scope = job.scopes.for_index(step.index if step.tool is not None else None)
+        await standin.begin(step)
+
     failed: Optional[str] = None
     result = McpVerifyResult()
     async with trio.open_nursery() as nursery:
@@ -224,7 +237,7 @@ async def _verify(
                     job.comparator,
                     numbers=job.numbers,
                     timeout=job.timeout,
-                    before_step=standin.begin,
+                    before_step=before_step,
                     after_check=live.after_check,
                     redaction=LiveRedaction(get_profile("mcp"), job.trace.header.redact),
                 )
@@ -235,7 +248,22 @@ async def _verify(
         nursery.cancel_scope.cancel()
     if failed is not None:
         raise CommandError(f"mcp-verify: {failed}")
+    _blame(result, engine.report.misses)
     return result, _misses(engine), standin.applied
+
+
+def _blame(result: McpVerifyResult, misses: list[MissRecord]) -> None:
+    """Fail the run for every GOLEM request the stand-in could not answer, and each tool
+    call for those it sent: the call that changed is named, whatever its result reads."""
+    result.standin_misses = len(misses)
+    checks = {check.number: check for check in result.tool_checks if check.number is not None}
+    for miss in misses:
+        call = miss.scope.call if miss.scope is not None else None
+        check = checks.get(call.number) if call is not None else None
+        if check is None:
+            continue
+        check.sent_unrecorded.append(miss.describe_sent())
+        check.route_addresses = []
 
 
 def _endpoints(

@@ -17,6 +17,7 @@ from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.profiles import Profile
 
 from ..terminal import safe_text
+from .call_scope import CallScope, summary_of
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
 from .large_payloads import with_id
@@ -90,9 +91,31 @@ class MissRecord:
     route: str
     method: str
     message: str
+    scope: Optional[CallScope] = None
+    """Where the engine served one call's exchanges (`ReplayEngine.scope`): the scope the
+    request came in."""
+    params: Any = None
+    """The request's params, kept where ``scope`` is."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"route": self.route, "method": self.method, "message": self.message}
+        data: dict[str, Any] = {"route": self.route, "method": self.method, "message": self.message}
+        if self.scope is not None:
+            call = self.scope.call
+            data["params"] = self.params
+            data["tool_call"] = call.to_json() if call is not None else None
+        return data
+
+    def describe(self) -> str:
+        """What the build did, in the terms of the tool call it did it in: ``#7 create_layer
+        {"name": "x"} sent scene.list_layers {}: …``."""
+        call = self.scope.call if self.scope is not None else None
+        during = call.describe() if call is not None else "outside any tool call"
+        sent = f"{self.method} {summary_of(self.params)}" if self.scope else self.method
+        return safe_text(f"{during} sent {sent} on {self.route}: {self.message}")
+
+    def describe_sent(self) -> str:
+        """What the build sent and why it had no answer, as its call's row says it."""
+        return safe_text(f"sent {self.method} {summary_of(self.params)}: {self.message}")
 
 
 @dataclass
@@ -142,6 +165,11 @@ class ReplayEngine:
         self.builtins = builtins
         self.guids = GuidMap()
         self.report = ReplayReport()
+        self.scope: Optional[CallScope] = None
+        """The recorded tool call being played again (`mcp-verify`): while set, only its
+        exchanges (and those of no call) are served, and a miss is that call's
+        (`call_scope`). None: any exchange is served, first come first served (``replay``).
+        Ignored in sequence mode."""
         self._dispatcher = Dispatcher(profile=self.profile)
 
     def decide(self, route: str, payload: bytes) -> Decision:
@@ -173,15 +201,23 @@ class ReplayEngine:
         method = message.method
         params = message.params if isinstance(message.params, dict) else {}
         key = self.index.key(route, method, params, self.guids)
-        exchange = self.index.take(route, method, key)
+        scope = self.scope if self.index.mode is not MatchMode.SEQUENCE else None
+        if scope is None:
+            exchange = self.index.take(route, method, key)
+        else:
+            exchange = self.index.take_chosen(route, method, key, scope.choose)
         if exchange is not None:
             self.report.served += 1
             return Reply(self._answer(exchange, message.id), self._delay(exchange), exchange)
         if self.builtins and method in BUILTINS:
             self.report.builtins += 1
             return Reply(self.profile.encode(self._builtin(message)))
-        explanation = self.explain_miss(route, method, params, key)
-        self.report.misses.append(MissRecord(route, method, explanation))
+        if scope is None:
+            explanation = self.explain_miss(route, method, params, key)
+            self.report.misses.append(MissRecord(route, method, explanation))
+        else:
+            explanation = self._explain_scoped(scope, route, method, params, key)
+            self.report.misses.append(MissRecord(route, method, explanation, scope, params))
         if self.on_miss is MissPolicy.FORWARD:
             self.report.forwarded += 1
             return Forward(route, method, key)
@@ -258,6 +294,45 @@ class ReplayEngine:
             return (
                 f"every recorded {method} with these params on {route} was already answered{hint}"
             )
+        nearest = self._nearest(method, params, candidates)
+        if not nearest and any(e.too_large(response=False) for e in candidates):
+            return (
+                f"a recorded {method} on {route} has params too large to parse, which are "
+                "never matched by params: serve it with --match method"
+            )
+        if not nearest:
+            return f"no recorded {method} with these params left on {route}"
+        return f"no recorded {method} with these params; nearest: {nearest}"
+
+    def _explain_scoped(
+        self, scope: CallScope, route: str, method: str, params: Any, key: Key
+    ) -> str:
+        """Why nothing recorded under the call in flight (or under no call) answers the
+        request: the call never sent the method, sent it fewer times, or with other params."""
+        recorded = "the recorded call" if scope.call is not None else "the recording"
+        if scope.call is None:
+            recorded += " (outside any tool call)"
+        candidates = self.index.same_method(route, method)
+        mine = scope.mine(candidates)
+        if not mine:
+            elsewhere = scope.recorded_under(candidates)[:3]
+            under = ", ".join(call.label for call in elsewhere)
+            where = f" (recorded under {under})" if under else ""
+            return f"{recorded} never sent {method}{where}; answered with an error"
+        used = [e for e in mine if e.number in self.index.used]
+        if self.index.last_for(key) in used:
+            return (
+                f"sent more often with these params than {recorded} sent it "
+                f"({len(mine)} time(s)); answered with an error"
+            )
+        nearest = self._nearest(method, params, mine)
+        said = f": {nearest}" if nearest else ""
+        return f"{recorded} sent {method} with other params{said}; answered with an error"
+
+    def _nearest(self, method: str, params: Any, candidates: list[RecordedExchange]) -> str:
+        """The (up to) three of ``candidates`` whose params are nearest ``params``, and
+        where each differs; empty when none can be compared."""
+        index = self.index
         comparator = Comparator(float_tolerance=0.0, guids=self.guids, learn=False)
         live = index.keyer.comparable_params(method, params, self.guids)
         scored: list[tuple[int, int, str]] = []
@@ -276,15 +351,7 @@ class ReplayEngine:
             text = f"{exchange.label}{used} differs at {where}{more}"
             scored.append((len(diffs), exchange.number, text))
         scored.sort()
-        nearest = "; ".join(text for _, _, text in scored[:3])
-        if not nearest and any(e.too_large(response=False) for e in candidates):
-            return (
-                f"a recorded {method} on {route} has params too large to parse, which are "
-                "never matched by params: serve it with --match method"
-            )
-        if not nearest:
-            return f"no recorded {method} with these params left on {route}"
-        return f"no recorded {method} with these params; nearest: {nearest}"
+        return "; ".join(text for _, _, text in scored[:3])
 
     def learn_from_forward(self, forward: Forward, live_response: bytes) -> None:
         """A forwarded request had a recorded twin already used up: its recorded response and

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -385,6 +385,34 @@ class ReplayIndex:
             if last is not None and last.method == method:
                 return last
         return None
+
+    def take_chosen(
+        self,
+        route: str,
+        method: str,
+        key: Key,
+        choose: Callable[[Sequence[RecordedExchange]], Optional[RecordedExchange]],
+    ) -> Optional[RecordedExchange]:
+        """The recorded exchange for ``key`` that ``choose`` picks among those left (trace
+        order), consumed; None when it picks none. Not for sequence mode. Every waiting
+        exchange of (route, method) is keyed first: the one picked may come after others."""
+        if self.mode is MatchMode.METHOD_PARAMS:
+            self._key_until(route, method, ())  # no key is empty: keys them all
+        queued = self.queues.get(key)
+        if queued is None:
+            return None
+        left = list(queued) if isinstance(queued, deque) else [queued]
+        chosen = choose(left)
+        if chosen is None:
+            return None
+        rest = [exchange for exchange in left if exchange is not chosen]
+        if rest:
+            self.queues[key] = deque(rest) if len(rest) > 1 else rest[0]
+        else:
+            del self.queues[key]
+        self.last[key] = chosen
+        self.used.add(chosen.number)
+        return chosen
 
     def peek_sequence(self, route: str) -> Optional[RecordedExchange]:
         """In sequence mode, the exchange the route expects next."""

@@ -22,7 +22,6 @@ from typing import Any, Callable, Optional
 
 import trio
 
-from ..analysis.two_layers import read_tool_calls
 from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction
@@ -34,10 +33,10 @@ __all__ = [
     "McpCheck",
     "McpVerifyResult",
     "compare_tool_result",
+    "judge",
     "note_route_addresses",
     "outgoing_payload",
     "play",
-    "tool_call_numbers",
 ]
 
 NOT_FOUND = -32601
@@ -63,10 +62,15 @@ class McpCheck:
     route_addresses: list[str] = field(default_factory=list)
     """The routes whose recorded address in the result read as their address now to match
     (`RouteAddresses`); empty on a check that differs."""
+    sent_unrecorded: list[str] = field(default_factory=list)
+    """The GOLEM requests the build sent during this call that the recorded call never sent
+    (the stand-in had no answer of the call's for them), in words: each fails the call,
+    whatever its result (a build that now deletes objects and ignores the error would pass
+    against the stand-in, and delete them against Rhino)."""
 
     @property
     def ok(self) -> bool:
-        return not self.differences and self.problem is None
+        return not self.differences and self.problem is None and not self.sent_unrecorded
 
     @property
     def name(self) -> str:
@@ -77,6 +81,9 @@ class McpCheck:
         it matched."""
         if self.problem is not None:
             return self.problem
+        if self.sent_unrecorded:
+            more = len(self.sent_unrecorded) - 1
+            return self.sent_unrecorded[0] + (f" (+{more} more)" if more else "")
         if not self.differences:
             return ""
         more = len(self.differences) - 1
@@ -99,6 +106,8 @@ class McpCheck:
             data["not_compared"] = self.not_compared
         if self.route_addresses:
             data["route_addresses"] = list(self.route_addresses)
+        if self.sent_unrecorded:
+            data["sent_unrecorded"] = list(self.sent_unrecorded)
         return data
 
 
@@ -112,6 +121,9 @@ class McpVerifyResult:
     first_non_json: str = ""
     exit_status: Optional[int] = None
     stderr_tail: str = ""
+    standin_misses: int = 0
+    """GOLEM requests the stand-in had no recorded answer for: each fails the run (a build
+    that sends what the recording never sent would send it to Rhino too)."""
 
     @property
     def tool_checks(self) -> list[McpCheck]:
@@ -119,16 +131,11 @@ class McpVerifyResult:
 
     @property
     def ok(self) -> bool:
-        return self.non_json_lines == 0 and all(check.ok for check in self.checks)
-
-
-def tool_call_numbers(path: str) -> dict[int, int]:
-    """The flow number of each recorded tool call, by the index of its request frame."""
-    return {
-        call.flow.request.index: call.number
-        for call in read_tool_calls(path)
-        if call.flow.request is not None
-    }
+        return (
+            self.non_json_lines == 0
+            and self.standin_misses == 0
+            and all(check.ok for check in self.checks)
+        )
 
 
 async def play(
@@ -169,13 +176,13 @@ async def play(
         if isinstance(answer, str):
             check.problem = answer
         else:
-            _judge(check, step, answer, comparator)
+            judge(check, step, answer, comparator)
         if after_check is not None and await after_check(check):
             break
     return result
 
 
-def _judge(
+def judge(
     check: McpCheck, step: ClientStep, answer: dict[str, Any], comparator: Comparator
 ) -> None:
     """Compare ``answer``, the live answer to ``step``, with the recorded one, or say on

@@ -39,6 +39,8 @@ from .background import BackgroundReplay
 from .diffing import Comparator
 from .index import load_exchanges
 from .matching import IgnoreRules
+from .mcp_descriptions import compare_descriptions, descriptions_text
+from .mcp_script import NoMcpLayer, read_script
 from .mcp_verify import McpCheck
 from .server import ReplayServer
 from .setup import ReplayOptions, assign_routes, engine_for
@@ -171,9 +173,13 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
         misses = [f"  {m['route']} {m['method']}: {m['message']}" for m in _misses(engine)]
         try:
             live = read_tool_calls(written)
-        except (OSError, RecordingError, TraceError) as exc:
+            told = compare_descriptions(read_script(str(path)), read_script(written), comparator)
+        except (OSError, RecordingError, TraceError, NoMcpLayer) as exc:
             return f"golem_mcp_session: the wrapper left no readable recording ({exc})"
-        return _report(path, compare_sessions(recorded, live, comparator), misses)
+        # What the server tells the model (initialize, tools/list) is compared as mcp-verify
+        # compares it: a build whose tool lost its docstring fails though its calls match.
+        found = _report(path, compare_sessions(recorded, live, comparator), misses)
+        return "\n".join(text for text in (found, descriptions_text(path, told)) if text)
 
     session._check = check
     try:

@@ -27,11 +27,16 @@ connect and a failed ping alike: the real server words them apart, and which of 
 connection the proxy accepted and reset meets (the upstream refused it) depends on how soon
 the server's thread reads its connect's outcome, under load too late now and then;
 ``names-default-port`` names the default port rather than the one dialled (a build that
-names the wrong address).
+names the wrong address); ``lists-first`` makes ``create_layer`` list the layers before it
+creates one, and ``deletes-first`` makes ``list_layers`` delete an object first, each
+ignoring a failure of that first request and answering as before (builds that send a GOLEM
+request the recorded call never sent); ``described-otherwise`` describes ``list_layers`` in
+other words (a build whose ``tools/list`` changed, its calls not).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -118,17 +123,28 @@ class GolemConnection:
 
 MAIN = GolemConnection("GOLEM_RHINO_PORT", 9876)
 GH = GolemConnection("GOLEM_GH_PORT", 9877)
-CHANGED = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "changed"
+VARIANT = os.environ.get("GOLEM_TEST_SERVER_VARIANT")
+CHANGED = VARIANT == "changed"
 OFFLINE_MESSAGE = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "offline-message"
 NAMES_DEFAULT_PORT = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-default-port"
 NAMES_AN_ADDRESS = (
     NAMES_DEFAULT_PORT or os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-address"
 )
 
+DELETED = "eb1167b3-67a9-4378-bc65-c1e582e2e662"
+"""The object the ``deletes-first`` build deletes."""
 
-@server.tool()
+
+def _ignoring_failure(method: str, params: dict[str, Any]) -> None:
+    with contextlib.suppress(GolemError):
+        MAIN.call(method, params)
+
+
+@server.tool(description="All layers." if VARIANT == "described-otherwise" else None)
 def list_layers() -> str:
     """The document's layers."""
+    if VARIANT == "deletes-first":
+        _ignoring_failure("scene.delete_objects", {"guids": [DELETED]})
     result = MAIN.call("scene.list_layers", {})
     if CHANGED:
         return json.dumps({"layers": "changed"})
@@ -138,6 +154,8 @@ def list_layers() -> str:
 @server.tool()
 def create_layer(name: str) -> str:
     """Create a layer."""
+    if VARIANT == "lists-first":
+        _ignoring_failure("scene.list_layers", {})
     return json.dumps(MAIN.call("scene.create_layer", {"name": name}), sort_keys=True)
 
 

@@ -1,0 +1,71 @@
+"""The ``golem_mcp_session`` fixture compares what the server tells the model (``initialize``,
+``tools/list``) as ``mcp-verify`` does: a build whose tool is described otherwise fails the
+test though every tool call matches. Run through pytester with the test's own `mcp` stdio
+client, Rhino stood in by a session recorded from the headless plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.pytester import plugin_args
+
+from .mcp_helpers import ROOT, recorded_session
+
+pytest_plugins = ["pytester"]
+PLUGIN = plugin_args()
+CALLS = [("list_layers", {}), ("create_layer", {"name": "A"}), ("layer_report", {"name": "B"})]
+
+SESSION_TEST = f"""
+import sys
+import pytest
+
+sys.path.insert(0, {str(ROOT / "tests" / "mcp_layer")!r})
+from mcp_helpers import SERVER_COMMAND, call_tools, environment
+
+@pytest.mark.golem_mcp_session("session.jsonl", command=SERVER_COMMAND, IGNORE)
+def test_layers(golem_mcp_session):
+    outcomes = call_tools(golem_mcp_session.command, environment(), {CALLS!r})
+    assert [failed for failed, _ in outcomes] == [False, False, False]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return recorded_session(tmp_path_factory.mktemp("described") / "session.jsonl", CALLS)
+
+
+def write_test(pytester: pytest.Pytester, recording: Path, ignore: str = "") -> None:
+    (pytester.path / "session.jsonl").write_bytes(recording.read_bytes())
+    pytester.makepyfile(test_mcp=SESSION_TEST.replace("IGNORE", ignore))
+
+
+def test_a_build_whose_tools_list_changed_fails_naming_the_tool(
+    pytester: pytest.Pytester, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOLEM_TEST_SERVER_VARIANT", "described-otherwise")
+    write_test(pytester, recording)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*golem_mcp_session *session.jsonl: what the server tells the model differs: "
+            "tools/list*",
+            "*tools/list: result.tools.list_layers.description*All layers.*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*tool calls differ*")
+    # Left out as mcp-verify leaves it out: METHOD:PATH.
+    write_test(pytester, recording, 'ignore=["tools/list:result.tools.*.description"]')
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_the_same_build_passes(pytester: pytest.Pytester, recording: Path) -> None:
+    write_test(pytester, recording)
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)
