@@ -197,7 +197,11 @@ def pytest_runtest_makereport(
         return
     problems: list[str] = []
     session = getattr(item, "funcargs", {}).get("golem_mcp_session")
-    if isinstance(session, GolemMcpSession):
+    if isinstance(session, GolemMcpSession) and session.mode == "record":
+        kept = session.note_outcome(outcome.get_result().passed)
+        if kept:
+            outcome.get_result().sections.append(("golem_mcp_session", kept))
+    elif isinstance(session, GolemMcpSession):
         verdict = session.judge()
         if verdict:
             problems.append(verdict)
