@@ -16,12 +16,14 @@ from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.profiles import Profile
 
+from ..live.redact import REDACTED
 from ..terminal import safe_text
 from .call_scope import CallScope, summary_of
-from .diffing import Comparator
+from .diffing import Comparator, Difference
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
 from .large_payloads import with_id
 from .matching import GuidMap, MatchMode, MissPolicy
+from .redacted_values import ReplayRedaction, holds_placeholder, wildcard_match
 
 __all__ = [
     "BUILTINS",
@@ -128,6 +130,9 @@ class ReplayReport:
     malformed: int = 0
     misses: list[MissRecord] = field(default_factory=list)
     recorded_new: int = 0
+    redacted_matches: int = 0
+    """Requests served from the trace whose params matched a recorded ``«redacted»`` (a
+    trace recorded with ``--redact``: the value there was not compared)."""
 
     @property
     def requests(self) -> int:
@@ -152,8 +157,12 @@ class ReplayEngine:
         timing: Optional[float] = None,
         builtins: Optional[bool] = None,
         reuse_hint: Optional[str] = None,
+        redaction: Optional[ReplayRedaction] = None,
     ) -> None:
         self.index = index
+        self.redaction = redaction or ReplayRedaction(index.trace.profile, ())
+        """The trace's ``--redact`` rules: its placeholders match any live value, and the
+        live values they stood for are kept out of what the replay says and records."""
         self.reuse_hint = reuse_hint
         """Said after a miss on answers used up (how to repeat them), when there is a way."""
         self.profile = profile or index.trace.profile
@@ -200,23 +209,36 @@ class ReplayEngine:
         assert isinstance(message, Request)
         method = message.method
         params = message.params if isinstance(message.params, dict) else {}
+        redacted = False
+        plain = params
+        if self.redaction:
+            # Keyed as the recorder wrote it: a value its rules replace is «redacted» here too.
+            params, plain, redacted = self.redaction.live_params(message.obj, method)
         key = self.index.key(route, method, params, self.guids)
         scope = self.scope if self.index.mode is not MatchMode.SEQUENCE else None
         if scope is None:
             exchange = self.index.take(route, method, key)
         else:
             exchange = self.index.take_chosen(route, method, key, scope.choose)
+        if exchange is None and self.redaction and self.index.mode is MatchMode.METHOD_PARAMS:
+            # A recorded «redacted» stands for whatever the live request has there (not
+            # scoped to the call in flight: the placeholder hides what would tell them apart).
+            exchange = self._take_redacted(route, method, plain)
+            redacted = exchange is not None
         if exchange is not None:
             self.report.served += 1
+            if redacted and holds_placeholder(exchange.request):
+                self.report.redacted_matches += 1
             return Reply(self._answer(exchange, message.id), self._delay(exchange), exchange)
         if self.builtins and method in BUILTINS:
             self.report.builtins += 1
             return Reply(self.profile.encode(self._builtin(message)))
         if scope is None:
-            explanation = self.explain_miss(route, method, params, key)
+            explanation = self.redaction.text(self.explain_miss(route, method, params, key))
             self.report.misses.append(MissRecord(route, method, explanation))
         else:
             explanation = self._explain_scoped(scope, route, method, params, key)
+            explanation = self.redaction.text(explanation)
             self.report.misses.append(MissRecord(route, method, explanation, scope, params))
         if self.on_miss is MissPolicy.FORWARD:
             self.report.forwarded += 1
@@ -224,6 +246,25 @@ class ReplayEngine:
         if self.on_miss is MissPolicy.CLOSE:
             return Close(explanation)
         return Reply(self.profile.encode(self.profile.miss_error(message.id, method, explanation)))
+
+    def _take_redacted(self, route: str, method: str, params: Any) -> Optional[RecordedExchange]:
+        """The first unused recorded request of ``method`` whose ``«redacted»`` values stand
+        where ``params`` has any (`wildcard_match`), taken; the values they stood for are
+        secrets from now on. None when there is none."""
+        keyer = self.index.keyer
+        live = keyer.comparable_params(method, params, self.guids)
+        for exchange in self.index.unused_of(route, method)[:NEAREST_SCAN]:
+            if exchange.too_large(response=False) or not holds_placeholder(exchange.request):
+                continue
+            try:
+                recorded = exchange.request_obj().get("params") or {}
+            except (ValueError, AttributeError):
+                continue
+            found = wildcard_match(keyer.comparable_params(method, recorded), live)
+            if found is not None and self.index.take_exchange(exchange):
+                self.redaction.learn(found)
+                return exchange
+        return None
 
     def _answer(self, exchange: RecordedExchange, request_id: Any) -> bytes:
         if exchange.too_large(response=True):
@@ -343,6 +384,8 @@ class ReplayEngine:
                 continue
             recorded = index.keyer.comparable_params(method, recorded_params)
             diffs = comparator.compare(recorded, live, method, root=("params",))
+            if self.redaction:
+                diffs = _redacted_differences(diffs)
             if not diffs:
                 continue
             where = diffs[0].describe()
@@ -365,6 +408,20 @@ class ReplayEngine:
             self.guids.learn(recorded.response_obj(), json.loads(live_response))
 
 
+def _redacted_differences(diffs: list[Difference]) -> list[Difference]:
+    """``diffs`` of a trace recorded with ``--redact``, a recorded ``«redacted»`` read as the
+    wildcard it is: no difference where the live value fits it, and where it does not, the
+    live value (a secret, most likely) said as ``«redacted»`` too."""
+    kept: list[Difference] = []
+    for diff in diffs:
+        if isinstance(diff.recorded, str) and holds_placeholder(diff.recorded):
+            if wildcard_match(diff.recorded, diff.live) is not None:
+                continue
+            diff = Difference(diff.path, diff.recorded, REDACTED)
+        kept.append(diff)
+    return kept
+
+
 def summary(engine: ReplayEngine) -> dict[str, Any]:
     """The end-of-run report as JSON: counts, misses, and the recorded exchanges never used
     (built-ins left out: how often a client pings is not part of a session's meaning)."""
@@ -377,6 +434,7 @@ def summary(engine: ReplayEngine) -> dict[str, Any]:
         "forwarded": report.forwarded,
         "malformed": report.malformed,
         "recorded_new": report.recorded_new,
+        "redacted_matches": report.redacted_matches,
         "misses": [miss.to_json() for miss in report.misses],
         "unused": [_unused(e) for e in unused],
         "exchanges": len(engine.index.trace.exchanges),

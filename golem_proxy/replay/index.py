@@ -414,6 +414,35 @@ class ReplayIndex:
         self.used.add(chosen.number)
         return chosen
 
+    def unused_of(self, route: str, method: str) -> list[RecordedExchange]:
+        """The indexed exchanges of (route, method) never handed out, in trace order."""
+        return [e for e in self.by_method.get((route, method), []) if e.number not in self.used]
+
+    def take_exchange(self, exchange: RecordedExchange) -> bool:
+        """Hand out ``exchange`` itself, found otherwise than by its key (method-params
+        mode: a redacted trace's wildcard, `ReplayEngine`), out of its key's queue; False
+        when it is in none (used, or never keyed: params too large to parse)."""
+        route, method = exchange.route, exchange.method
+        if method is None:
+            return False
+        self._key_until(route, method, ())  # no key is empty: every waiting one is keyed
+        found_method, params = canonical_params(exchange.request)
+        if found_method != method:
+            return False
+        own = self.keyer.key(route, method, params)
+        queued = self.queues.get(own)
+        if isinstance(queued, deque) and exchange in queued:
+            queued.remove(exchange)
+            if not queued:
+                del self.queues[own]
+        elif queued is exchange:
+            del self.queues[own]
+        else:
+            return False
+        self.last[own] = exchange
+        self.used.add(exchange.number)
+        return True
+
     def peek_sequence(self, route: str) -> Optional[RecordedExchange]:
         """In sequence mode, the exchange the route expects next."""
         queued = self.queues.get((route,))

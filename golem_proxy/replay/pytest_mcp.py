@@ -16,6 +16,11 @@ recorded with both layers. After the test, by ``--golem-record``:
 * ``new``: a missing recording is recorded from the live plugin (``--golem-live``); an
   existing one is checked as in ``none``;
 * ``all``: the session is recorded afresh from the live plugin, replacing the recording.
+
+A recording is written only from a test that passed: a failed test keeps the old one (or
+writes none), and its report names where its own run's recording was left. A recording made
+with ``--redact`` stays so: the wrapper records under its header's rules, in every mode, so
+neither a re-recording nor a failure's text holds a value they kept out.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from .mcp_descriptions import compare_descriptions, descriptions_text
 from .mcp_script import NoMcpLayer, read_script
 from .mcp_verify import McpCheck
 from .server import ReplayServer
-from .setup import ReplayOptions, assign_routes, engine_for
+from .setup import ReplayOptions, assign_routes, engine_for, recorded_rules
 from .tool_call_diff import compare_sessions
 
 __all__ = ["MARKER", "GolemMcpSession", "golem_mcp_session"]
@@ -69,12 +74,26 @@ class GolemMcpSession:
     written: str
     """Where the wrapper records this run."""
     _check: Optional[Callable[[], str]] = field(default=None, repr=False)
+    _passed: Optional[bool] = field(default=None, repr=False)
 
     def judge(self) -> str:
         """What differs from the recording (the text a failure shows; empty when nothing
         does), once: the plugin asks when the test's call ends, the fixture at teardown."""
         check, self._check = self._check, None
         return check() if check is not None else ""
+
+    def note_outcome(self, passed: bool) -> str:
+        """Remember whether the recording test passed (only then is its recording stored);
+        for a failed one, what its report says of the recording: kept, and where this run's
+        went."""
+        self._passed = passed
+        if passed:
+            return ""
+        kept = "the old one is kept" if os.path.exists(self.recording) else "none was written"
+        return (
+            f"golem_mcp_session: the test failed, so {self.recording} was not recorded "
+            f"({kept}); this run's recording: {self.written}"
+        )
 
 
 def _marker_options(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
@@ -104,7 +123,10 @@ def _live(config: pytest.Config) -> tuple[Address, Optional[Address]]:
         raise pytest.UsageError(f"--golem-live: {exc}") from None
 
 
-def _wrapper(server: Sequence[str], record: str, main: Address, gh: Address) -> list[str]:
+def _wrapper(
+    server: Sequence[str], record: str, main: Address, gh: Address, redact: Sequence[str]
+) -> list[str]:
+    rules = [word for rule in redact for word in ("--redact", rule)]
     return [
         sys.executable,
         "-m",
@@ -118,6 +140,7 @@ def _wrapper(server: Sequence[str], record: str, main: Address, gh: Address) -> 
         str(main),
         "--gh-upstream",
         str(gh),
+        *rules,
         "--",
         *server,
     ]
@@ -132,16 +155,22 @@ def golem_mcp_session(request: pytest.FixtureRequest) -> Iterator[GolemMcpSessio
     recording = record_mode == "all" or (record_mode == "new" and not path.exists())
     fd, written = tempfile.mkstemp(prefix="golem-mcp-", suffix=".jsonl")
     os.close(fd)
+    session: Optional[GolemMcpSession] = None
     try:
         if recording:
             main, gh = _live(request.config)
-            command = _wrapper(options["command"], written, main, gh or Address(main.host, 9877))
-            yield GolemMcpSession(command, str(path), "record", written)
-            _store(written, path)
+            rules = recorded_rules(path)  # re-recorded as redacted as it was
+            gh = gh or Address(main.host, 9877)
+            command = _wrapper(options["command"], written, main, gh, rules)
+            session = GolemMcpSession(command, str(path), "record", written)
+            yield session
+            if session._passed:
+                _store(written, path)
         else:
             yield from _replayed(path, options, written)
     finally:
-        if os.path.exists(written):
+        # A failed test's recording is left where its report says (`note_outcome`).
+        if os.path.exists(written) and (session is None or session._passed is not False):
             os.unlink(written)
 
 
@@ -166,7 +195,8 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
     engine = engine_for(trace, ReplayOptions(reuse_hint=None))
     runner = BackgroundReplay(ReplayServer(engine, assign_routes(trace, ANY_PORT, ANY_PORT)))
     bound = list(runner.start().values())
-    command = _wrapper(options["command"], written, bound[0], bound[-1])
+    # Recorded under the recording's rules: a failure's text quotes no value they kept out.
+    command = _wrapper(options["command"], written, bound[0], bound[-1], trace.header.redact)
     session = GolemMcpSession(command, str(path), "replay", written)
 
     def check() -> str:

@@ -18,6 +18,10 @@ mode, as VCR.py's record modes do:
   re-record succeeded: the test passed and every request reached the live plugin. Otherwise
   the old trace is kept, byte for byte, and the test's report says so.
 
+A trace recorded with ``--redact`` is served as ``replay`` serves it (a recorded
+``«redacted»`` matches any live value, and no miss prints the value), and ``new`` and ``all``
+record under its header's rules.
+
 The ``golem_mcp_session`` fixture (`golem_proxy.replay.pytest_mcp`) does the same for a whole
 MCP server, its tool calls checked against a two-layer recording.
 
@@ -58,6 +62,7 @@ from .setup import (
     engine_for,
     open_record_new,
     parse_timing,
+    recorded_rules,
     upstreams_for,
 )
 
@@ -192,7 +197,11 @@ def pytest_runtest_makereport(
         return
     problems: list[str] = []
     session = getattr(item, "funcargs", {}).get("golem_mcp_session")
-    if isinstance(session, GolemMcpSession):
+    if isinstance(session, GolemMcpSession) and session.mode == "record":
+        kept = session.note_outcome(outcome.get_result().passed)
+        if kept:
+            outcome.get_result().sections.append(("golem_mcp_session", kept))
+    elif isinstance(session, GolemMcpSession):
         verdict = session.judge()
         if verdict:
             problems.append(verdict)
@@ -296,7 +305,8 @@ def _live_address(option: str, text: str) -> Address:
 
 def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
     if mode == "all" or (mode == "new" and not os.path.exists(path)):
-        trace = _empty_trace(options.get("profile", "golem"))
+        # Re-recorded under the old trace's redaction rules: a secret it kept out stays out.
+        trace = _empty_trace(options.get("profile", "golem"), recorded_rules(path))
     else:
         trace = load_exchanges(path)
     return engine_for(
@@ -316,9 +326,9 @@ def _strings(value: Any) -> Sequence[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _empty_trace(profile_name: str) -> ExchangeTrace:
+def _empty_trace(profile_name: str, redact: Sequence[str]) -> ExchangeTrace:
     routes = (RouteInfo("main", "replay", "live"), RouteInfo("gh", "replay", "live"))
-    return ExchangeTrace(Header.new(profile_name, routes), get_profile(profile_name), [])
+    return ExchangeTrace(Header.new(profile_name, routes, redact), get_profile(profile_name), [])
 
 
 def _note_test_outcome(handle: GolemReplay, report: pytest.TestReport) -> None:

@@ -313,6 +313,14 @@ class ReplayServer:
         if self.recorder is None:
             return
         conn = upstream.conn
+        # Written as the trace's own recorder wrote: redacted by its rules, and the secrets
+        # the replay met hidden (`ReplayRedaction`), before anything reaches the file.
+        redaction = self.engine.redaction
+        message = self.profile.parse(request.payload, Role.REQUEST)
+        method = getattr(message, "method", None)
+        asked = redaction.frame(request.payload, message, Role.REQUEST, method)
+        answer = self.profile.parse(response.payload, Role.RESPONSE)
+        answered = redaction.frame(response.payload, answer, Role.RESPONSE, method)
         req = FrameSeen(
             conn=conn,
             route=route,
@@ -320,8 +328,9 @@ class ReplayServer:
             index=upstream.sent,
             t=started,
             size=request.size,
-            payload=request.payload,
-            message=self.profile.parse(request.payload, Role.REQUEST),
+            payload=asked.payload,
+            message=asked.message,
+            redacted=asked.redacted,
             expects_answer=True,
         )
         resp = FrameSeen(
@@ -331,8 +340,9 @@ class ReplayServer:
             index=upstream.received,
             t=self._now(),
             size=response.size,
-            payload=response.payload,
-            message=self.profile.parse(response.payload, Role.RESPONSE),
+            payload=answered.payload,
+            message=answered.message,
+            redacted=answered.redacted,
             answers=req.index,
         )
         upstream.sent += 1
@@ -378,6 +388,12 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         f"{len(summary['misses'])} missed ({summary['forwarded']} of them forwarded); "
         f"{counted(len(summary['unused']), 'recorded exchange')} unused"
     ]
+    redacted = summary.get("redacted_matches", 0)
+    if redacted:
+        lines.append(
+            f"  {counted(redacted, 'call')} matched with redacted values (recorded with "
+            "--redact: a «redacted» value matches whatever the request carries there)"
+        )
     for miss in summary["misses"][:20]:
         lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")
     for unused in summary["unused"][:20]:

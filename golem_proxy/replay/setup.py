@@ -3,6 +3,7 @@ served where. Shared by the ``replay`` command and the pytest plugin."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -10,10 +11,12 @@ from typing import Optional
 from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
-from ..recording.format import Header, RecordingWriter, RouteInfo
+from ..recording.format import Header, RecordingError, RecordingWriter, RouteInfo
+from ..recording.reader import parse_header
 from .engine import ReplayEngine
 from .index import ExchangeTrace, RecordedExchange, ReplayIndex, load_exchanges
 from .matching import IgnoreRules, Keyer, MatchMode, MissPolicy
+from .redacted_values import ReplayRedaction
 
 __all__ = [
     "ReplayOptions",
@@ -23,6 +26,7 @@ __all__ = [
     "open_record_new",
     "parse_on_miss",
     "parse_timing",
+    "recorded_rules",
     "upstreams_for",
 ]
 
@@ -91,6 +95,7 @@ def engine_for(trace: ExchangeTrace, options: ReplayOptions) -> ReplayEngine:
         on_miss=options.on_miss,
         timing=options.timing,
         reuse_hint=options.reuse_hint,
+        redaction=ReplayRedaction(trace.profile, trace.header.redact),
     )
 
 
@@ -110,7 +115,11 @@ def _merge(traces: list[ExchangeTrace]) -> ExchangeTrace:
             exchange.number = len(exchanges) + 1
             exchanges.append(exchange)
     routes = {route.name: route for trace in traces for route in trace.header.routes}
-    header = Header(first.header.profile, tuple(routes.values()), first.header.started_at)
+    # Every file's redaction rules: a value one of them kept out is a secret in all.
+    redact = dict.fromkeys(rule for trace in traces for rule in trace.header.redact)
+    header = Header(
+        first.header.profile, tuple(routes.values()), first.header.started_at, redact=tuple(redact)
+    )
     return ExchangeTrace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
 
 
@@ -157,7 +166,23 @@ def open_record_new(
 ) -> RecordingWriter:
     """A writer for the exchanges a forwarding replay fetched from the live plugin; it ends
     with a ``session-end`` line when the replay ends in order (`ReplayServer.end_recording`).
-    Without ``overwrite`` an existing ``path`` is refused (FileExistsError)."""
+    Its header names the trace's redaction rules, which the server applies to what it writes
+    (`ReplayEngine.redaction`). Without ``overwrite`` an existing ``path`` is refused
+    (FileExistsError)."""
     routes = [RouteInfo(name, "replay", str(address)) for name, address in upstreams.items()]
-    header = Header.new(engine.profile.name, routes, ends_with_session_end=True)
+    header = Header.new(
+        engine.profile.name, routes, engine.redaction.rules, ends_with_session_end=True
+    )
     return RecordingWriter.create(path, header, overwrite=overwrite)
+
+
+def recorded_rules(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The ``--redact`` rules in the header of the recording at ``path``, which a recording
+    made to replace it or to be appended to it must apply (none when there is no such file,
+    or no header to read)."""
+    try:
+        with open(path, "rb") as stream:
+            header, _ = parse_header(stream.readline())
+    except (OSError, RecordingError):
+        return ()
+    return header.redact
