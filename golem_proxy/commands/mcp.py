@@ -32,12 +32,14 @@ from ..live.stdio_child import ChildStartError
 from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
+from ..recording.safe_paths import removed_unless_started
 from ..table_layout import print_line
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
 from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
 from .proxy import (
     add_session_arguments,
+    reserved_record,
     session_options,
     verbosity_of,
 )
@@ -124,43 +126,44 @@ def run(args: argparse.Namespace) -> int:
     # its own, that process makes the session's one tracker (live/layer_taps.py).
     tracker = None if child else ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
-    options = dataclasses.replace(
-        options,
-        annotate=tracker,
-        connections=None if tracker is None else ConnectionAttribution(tracker),
-    )
-    routes = [
-        Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),
-        Route(GOLEM.channels[1], Address("127.0.0.1", 0), args.gh_upstream),
-    ]
-    log_stream = _open_log(args.log, args.overwrite)
-    output = TerminalOutput(log_stream if log_stream is not None else sys.stderr)
-    config = SessionConfig(
-        routes=routes,
-        profile=GOLEM,
-        options=options,
-        record_path=record_path,
-        overwrite=args.overwrite,
-        console=output.console(),
-        verbosity=verbosity_of(args),
-        layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
-    )
-    closing = ""  # the observing process prints its own
-    try:
-        if tracker is None:
-            log_fd = log_stream.fileno() if log_stream is not None else sys.stderr.fileno()
-            status = trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
-        else:
-            status, closing = trio.run(serve, config, plan, tracker)
-    except BaseException as exc:
-        failed = _one_error(exc)
-        if failed is None:
-            raise
-        raise CommandError(failed) from None
-    finally:
-        output.close()
-        if log_stream is not None:
-            log_stream.close()
+    with removed_unless_started(reserved_record(args, record_path)):
+        options = dataclasses.replace(
+            options,
+            annotate=tracker,
+            connections=None if tracker is None else ConnectionAttribution(tracker),
+        )
+        routes = [
+            Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),
+            Route(GOLEM.channels[1], Address("127.0.0.1", 0), args.gh_upstream),
+        ]
+        log_stream = _open_log(args.log, args.overwrite)
+        output = TerminalOutput(log_stream if log_stream is not None else sys.stderr)
+        config = SessionConfig(
+            routes=routes,
+            profile=GOLEM,
+            options=options,
+            record_path=record_path,
+            overwrite=args.overwrite or reserved_record(args, record_path) is not None,
+            console=output.console(),
+            verbosity=verbosity_of(args),
+            layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
+        )
+        closing = ""  # the observing process prints its own
+        try:
+            if tracker is None:
+                log_fd = log_stream.fileno() if log_stream is not None else sys.stderr.fileno()
+                status = trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
+            else:
+                status, closing = trio.run(serve, config, plan, tracker)
+        except BaseException as exc:
+            failed = _one_error(exc)
+            if failed is None:
+                raise
+            raise CommandError(failed) from None
+        finally:
+            output.close()
+            if log_stream is not None:
+                log_stream.close()
     if closing:
         # On stderr after the log, even when the log goes to a file, as `proxy` and the
         # observing process end: the same line with either observer.

@@ -24,7 +24,12 @@ from ..live.proxy_options import ProxyOptions
 from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
-from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
+from ..recording.safe_paths import (
+    RecordPathError,
+    check_record_target,
+    removed_unless_started,
+    resolve_record_path,
+)
 from ..table_layout import print_line
 from ._child_tui import check_child_tui, serve_child_tui
 from ._common import (
@@ -113,7 +118,8 @@ def add_session_arguments(
         "--record-dir",
         metavar="DIR",
         help="confine recordings to DIR: --record is relative to it and may not escape it "
-        "through .. or symlinks (default name: session-TIMESTAMP.jsonl)",
+        "through .. or symlinks (default name: session-TIMESTAMP.jsonl; session-TIMESTAMP-2.jsonl, "
+        "… when another session took it)",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing recording file"
@@ -291,46 +297,47 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(os_problem(exc)) from None
     options, record_path = session_options(args, profile)
-    public = [r for r in routes if not r.listen.is_loopback()]
-    if public and not args.listen_public:
-        raise CommandError(
-            f"refusing to listen on {public[0].listen}",
-            "not a loopback address; pass --listen-public to listen there",
-        )
-    if public:
-        errors.print(
-            "[bold yellow]golem-proxy: warning:[/] listening on non-loopback addresses "
-            f"({', '.join(str(r.listen) for r in public)}): anyone who can reach them can "
-            "drive the plugin through this proxy"
-        )
-    config = SessionConfig(
-        routes=routes,
-        profile=profile,
-        options=dataclasses.replace(options, allow_public=args.listen_public),
-        record_path=record_path,
-        overwrite=args.overwrite,
-        verbosity=verbosity_of(args),
-    )
-    child = observer_place(args) == CHILD_PROCESS
-    if child and args.tui:
-        check_child_tui(args)
-    if args.tui:
-        if child:
-            return serve_child_tui(config, errors, args.log_buffer)
-        return serve_with_tui(config, errors)
-    # The log writes through a queue and a thread of its own: a terminal or pipe that stops
-    # reading costs log lines, never a stalled relay (see live/log_output.py).
-    output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
-    console = config.console = output.console()
-    try:
-        if child:
-            summary = run_session(
-                config.record_path, serve_forwarding, config, console, args.log_buffer
+    with removed_unless_started(reserved_record(args, record_path)):
+        public = [r for r in routes if not r.listen.is_loopback()]
+        if public and not args.listen_public:
+            raise CommandError(
+                f"refusing to listen on {public[0].listen}",
+                "not a loopback address; pass --listen-public to listen there",
             )
-        else:
-            summary = run_session(config.record_path, serve, config, console)
-    finally:
-        output.close()
+        if public:
+            errors.print(
+                "[bold yellow]golem-proxy: warning:[/] listening on non-loopback addresses "
+                f"({', '.join(str(r.listen) for r in public)}): anyone who can reach them can "
+                "drive the plugin through this proxy"
+            )
+        config = SessionConfig(
+            routes=routes,
+            profile=profile,
+            options=dataclasses.replace(options, allow_public=args.listen_public),
+            record_path=record_path,
+            overwrite=args.overwrite or reserved_record(args, record_path) is not None,
+            verbosity=verbosity_of(args),
+        )
+        child = observer_place(args) == CHILD_PROCESS
+        if child and args.tui:
+            check_child_tui(args)
+        if args.tui:
+            if child:
+                return serve_child_tui(config, errors, args.log_buffer)
+            return serve_with_tui(config, errors)
+        # The log writes through a queue and a thread of its own: a terminal or pipe that stops
+        # reading costs log lines, never a stalled relay (see live/log_output.py).
+        output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
+        console = config.console = output.console()
+        try:
+            if child:
+                summary = run_session(
+                    config.record_path, serve_forwarding, config, console, args.log_buffer
+                )
+            else:
+                summary = run_session(config.record_path, serve, config, console)
+        finally:
+            output.close()
     # On stderr, as replay's: it stays in sight when the log goes to a file. Folded to a
     # terminal's width; one line in a pipe or a file. (The observing process prints its own.)
     if summary:
@@ -361,7 +368,7 @@ def session_options(
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(os_problem(exc)) from None
-    if record_path is not None:
+    if record_path is not None and reserved_record(args, record_path) is None:
         try:
             check_record_target(record_path, overwrite=args.overwrite)
         except RecordPathError as exc:
@@ -381,6 +388,13 @@ def session_options(
         observe=ObserveLimits(frame=args.observe_frame_limit, parse=args.observe_parse_limit),
     )
     return options, record_path
+
+
+def reserved_record(args: argparse.Namespace, record_path: Optional[str]) -> Optional[str]:
+    """``record_path`` when `session_options` created it, empty, as a name of
+    ``--record-dir``'s own (no ``--record``): the session replaces that file, and removes it
+    if it never starts (`removed_unless_started`); None for a path the user named."""
+    return record_path if args.record is None and args.record_dir is not None else None
 
 
 def verbosity_of(args: argparse.Namespace) -> Verbosity:

@@ -4,15 +4,34 @@ The rule (docs/reliability.md): with a directory, the recording path is taken re
 and once ``..`` and every symlink are resolved it must still lie inside the directory's own
 resolved path; anything else is refused before a file is created. The file itself is opened
 with ``O_NOFOLLOW`` in every case (`recording.open_private`).
+
+Without ``--record``, the directory gets a name of its own for each session,
+``session-YYYYmmdd-HHMMSS.jsonl``, taken by creating the file exclusively (`reserve_session_file`):
+an MCP client starts its servers together, or restarts one within the second, and two
+wrappers with one ``--record-dir`` then want the same name. The second takes
+``session-…-2.jsonl`` (then ``-3``, …) instead of failing, and never replaces the first's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import stat
+from collections.abc import Iterator
 from typing import Optional
 
-__all__ = ["RecordPathError", "check_record_target", "resolve_record_path"]
+__all__ = [
+    "RecordPathError",
+    "check_record_target",
+    "removed_unless_started",
+    "reserve_session_file",
+    "resolve_record_path",
+]
+
+MAX_SUFFIX = 10_000
+"""Names tried in one second before giving up (``-2`` to ``-10000``): far more sessions than
+start in a second, and a bound on the loop."""
 
 
 class RecordPathError(ValueError):
@@ -21,20 +40,66 @@ class RecordPathError(ValueError):
 
 
 def resolve_record_path(path: Optional[str], directory: Optional[str]) -> Optional[str]:
-    """The path to record to, or None for no recording. Raises RecordPathError."""
+    """The path to record to, or None for no recording. Without ``path``, a name of the
+    directory's own, its file created empty here (`reserve_session_file`): the session
+    writes it, replacing nothing. Raises RecordPathError, or OSError from creating it."""
     if directory is None:
         return path
     root = os.path.realpath(directory)
     if not os.path.isdir(root):
         raise RecordPathError(f"--record-dir {directory}: not a directory")
     if path is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = f"session-{stamp}.jsonl"
+        return reserve_session_file(root)
     # realpath resolves symlinks of every existing component, and `..` after them.
     target = os.path.realpath(os.path.join(root, path))
     if os.path.commonpath([root, target]) != root or target == root:
         raise RecordPathError(f"--record {path}: resolves to {target}, outside --record-dir {root}")
     return target
+
+
+def reserve_session_file(directory: str) -> str:
+    """Create ``directory/session-YYYYmmdd-HHMMSS.jsonl`` empty (0600) and return its path;
+    when that name is taken, by a file or anything else, ``…-2.jsonl``, ``…-3.jsonl`` and so
+    on. Each is created with ``O_EXCL``, so of two processes asking at once each gets a file
+    of its own, and nothing there is opened or replaced. Raises RecordPathError when
+    `MAX_SUFFIX` names are taken, OSError when the directory refuses a file."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for suffix in range(1, MAX_SUFFIX + 1):
+        name = f"session-{stamp}.jsonl" if suffix == 1 else f"session-{stamp}-{suffix}.jsonl"
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise RecordPathError(
+        f"--record-dir {directory}: session-{stamp}.jsonl and {MAX_SUFFIX - 1} more are taken"
+    )
+
+
+@contextlib.contextmanager
+def removed_unless_started(reserved: Optional[str]) -> Iterator[None]:
+    """Run the session that records to ``reserved``, a file `reserve_session_file` made (None:
+    a path the user named, left alone). When the session raises before anything was written
+    there (it never started: a port in use, a refused option), the empty file is removed, so
+    a failed start leaves no empty recording behind; one with anything in it stays."""
+    try:
+        yield
+    except BaseException:
+        if reserved is not None:
+            _remove_if_empty(reserved)
+        raise
+
+
+def _remove_if_empty(path: str) -> None:
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass  # gone already, or not ours to remove: either way nothing to tidy
 
 
 def check_record_target(

@@ -9,10 +9,10 @@ the test's own MCP client, Rhino stood in by a recording, in the plugin's record
 recorded with both layers. After the test, by ``--golem-record``:
 
 * ``none`` (default): the wrapper's GOLEM side is a stand-in serving the recording's GOLEM
-  layer; every tool call the test made is compared with the recorded one, in order
-  (GUID-aware, inside JSON text, ``ignore=`` paths left out as ``TOOL:result.x``), and a
-  difference, a GOLEM request the recording cannot answer, or a missing recording fails the
-  test;
+  layer; every tool call the test made is compared with its like in the recording, aligned
+  as `diff` aligns them (GUID-aware, inside JSON text, ``ignore=`` paths left out as
+  ``TOOL:result.x``), and a difference, a GOLEM request the recording cannot answer, or a
+  missing recording fails the test;
 * ``new``: a missing recording is recorded from the live plugin (``--golem-live``); an
   existing one is checked as in ``none``;
 * ``all``: the session is recorded afresh from the live plugin, replacing the recording.

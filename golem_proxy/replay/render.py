@@ -15,6 +15,7 @@ from rich.text import Text
 from ..analysis.request_rows import RequestGap, UnansweredRequest
 from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
+from .alignment import Windowed
 from .diffing import Difference, short
 from .row_numbers import row_label
 from .tool_call_diff import ToolCallDiff
@@ -144,15 +145,16 @@ def render_tool_call_diff(diff: ToolCallDiff, console: Console, names: tuple[str
     a summary of the MCP layer's comparison."""
     a_name, b_name = names
     cut = False
+    a_rows, b_rows = diff.a_rows, diff.b_rows
     for i in diff.different[:MAX_SHOWN]:
         check = diff.checks[i]
-        where = f"A{row_label(diff.a_rows[i])}" if diff.a_rows[i] is not None else "—"
-        where += f" B{row_label(diff.b_rows[i])}" if diff.b_rows[i] is not None else " —"
+        where = f"A{row_label(a_rows[i])}" if a_rows[i] is not None else "—"
+        where += f" B{row_label(b_rows[i])}" if b_rows[i] is not None else " —"
         said = check.problem or "changed"
         console.print(
             Text.assemble(
                 (f"{where} ", "bold"),
-                (safe_text(f"tools/call {check.name} "), "bold magenta"),
+                (safe_text(f"tools/call {diff.call_text(i)} "), "bold magenta"),
                 _literal(said, "yellow"),
             )
         )
@@ -162,11 +164,21 @@ def render_tool_call_diff(diff: ToolCallDiff, console: Console, names: tuple[str
         console.print(f"… and {len(diff.different) - MAX_SHOWN} more (--json: all)")
     if cut:
         console.print(Text(CUT_NOTE, style="dim"))
+    if diff.windowed is not None:  # so a moved call is not read as one removed and one added
+        console.print(_literal(_windowed_calls(diff.windowed), "yellow"))
     calls = counted(len(diff.checks), "tool call")
     if diff.different:
         console.print(f"[red]diff: {len(diff.different)} of {calls} differ[/red]")
     else:
         console.print(f"[green]diff: {calls}, no difference[/green]")
+
+
+def _windowed_calls(windowed: Windowed) -> str:
+    return (
+        f"tool calls aligned in windows of {windowed.window:,} (the sessions differ over "
+        f"{windowed.a_span:,} calls of A and {windowed.b_span:,} of B): a call moved further "
+        "than that shows as removed and added"
+    )
 
 
 def _pair_said(pair: ExchangeDiff, names: tuple[str, str]) -> str:

@@ -105,3 +105,39 @@ def test_new_mode_records_a_missing_session_then_none_checks_it(
     assert {route["name"] for route in header["routes"]} == {"main", "gh", "mcp"}
     # No plugin now: the recording stands in for it.
     pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)
+
+
+ONE_MORE_TEST = f"""
+import sys
+import pytest
+
+sys.path.insert(0, {str(ROOT / "tests" / "mcp_layer")!r})
+from mcp_helpers import SERVER_COMMAND, call_tools, environment
+
+@pytest.mark.golem_mcp_session("session.jsonl", command=SERVER_COMMAND)
+def test_layers(golem_mcp_session):
+    call_tools(golem_mcp_session.command, environment(), {[("gh_ping", {}), *CALLS]!r})
+"""
+
+
+def test_a_call_made_first_is_named_and_the_others_by_the_recording_s_rows(
+    pytester: pytest.Pytester, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that makes one call more first, with a build whose list_layers answers
+    otherwise: the extra call is named as such, and the changed one by its row in the user's
+    recording (the failure named rows of the fixture's own recording, deleted after the test,
+    and said every call after the extra one differed)."""
+    monkeypatch.setenv("GOLEM_TEST_SERVER_VARIANT", "changed")
+    (pytester.path / "session.jsonl").write_bytes(recording.read_bytes())
+    pytester.makepyfile(test_mcp=ONE_MORE_TEST)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    listed = read_tool_calls(str(recording))[0]
+    assert listed.tool == "list_layers"
+    result.stdout.fnmatch_lines(
+        [
+            "*golem_mcp_session *session.jsonl: 2 of 4 tool calls differ",
+            "  gh_ping: called now, not in the recording",
+            f"  list_layers #{listed.number}: result.content?0?.text.layers*",
+        ]
+    )
