@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
+from golem_core.contract import Violation, violation
+from golem_core.mcp_rules import R_LATE_ANSWER
+
 from ..events import AnswerOf, FrameSeen, ToolCallRef
 from .flows import Flow
 from .tool_calls import CallKey, attribution_refs, tool_call_name
@@ -27,6 +30,7 @@ __all__ = [
     "answer_of_words",
     "is_late",
     "late_text",
+    "late_violation",
     "late_words",
     "misread_words",
     "noted_status",
@@ -124,3 +128,16 @@ def noted_status(status: str, note: Optional[str]) -> str:
     """``ok · late: after its tool call #7 returned``: a row's ``status`` with its
     `status_note` (``note``) after it, as `show` prints it; ``status`` alone without one."""
     return f"{status}{NOTE_SEPARATOR}{note}" if note else status
+
+
+def late_violation(refs: Sequence[ToolCallRef]) -> Violation:
+    """The warning of a GOLEM answer that came after its tool calls (``refs``) had returned:
+    published by the GOLEM route's tap as the answer is decoded (tap_frames.py), found
+    again by `check` (`McpAuditor`) in a recording made before that."""
+    calls = ", ".join(tool_call_name(ref) for ref in refs)
+    text = (
+        f"the plugin answered after its tool call {calls} had returned: the answer stays "
+        "on the server's connection; a server that reads answers in order without "
+        "matching ids hands it to its next call"
+    )
+    return violation(R_LATE_ANSWER, text)

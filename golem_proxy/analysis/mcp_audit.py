@@ -25,7 +25,6 @@ from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
     R_ANSWER_OF_ANOTHER,
     R_ARGUMENTS,
-    R_LATE_ANSWER,
     R_STDOUT,
     R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
@@ -38,7 +37,8 @@ from golem_core.profiles.mcp import TOOLS_CALL
 from ..events import Direction, FrameSeen
 from .audit import Finding
 from .flows import Flow
-from .tool_calls import attribution_refs, tool_call_name
+from .late_answers import late_violation
+from .tool_calls import attribution_refs
 
 __all__ = ["MAX_PENDING", "McpAuditor"]
 
@@ -104,13 +104,8 @@ class McpAuditor:
 
     def _late(self, flow: Flow) -> Finding:
         """A GOLEM answer that came after its tool call returned (`FrameSeen.late`)."""
-        calls = ", ".join(tool_call_name(ref) for ref in attribution_refs(flow) or ())
-        text = (
-            f"the plugin answered after its tool call {calls} had returned: the answer stays "
-            "on the server's connection; a server that reads answers in order without "
-            "matching ids hands it to its next call"
-        )
-        return self._finding(violation(R_LATE_ANSWER, text), flow, Direction.S2C)
+        found = late_violation(attribution_refs(flow) or ())
+        return self._finding(found, flow, Direction.S2C)
 
     def finish(self) -> list[Finding]:
         """Calls still waiting at the end: without a ``tools/list`` there is no schema to

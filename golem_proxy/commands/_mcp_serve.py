@@ -68,7 +68,7 @@ class _Hops:
     serve: Callable[..., Awaitable[Any]]
     stop: Callable[[str], None]
     """Stops serving, the session having ended in order, as the words given say."""
-    watch: Optional[Callable[[Event], Event]] = None
+    watch: Optional[Callable[[Event], list[Event]]] = None
     beside: Optional[Callable[[], Awaitable[Any]]] = None
 
 
@@ -96,7 +96,7 @@ async def serve(
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with _console_listener(plan.console) as commands:
             session = ProxySession(config)
-            hops = _Hops(session.proxy, session.run, session.stop, watch=tracker.watch)
+            hops = _Hops(session.proxy, session.run, session.stop, watch=tracker.follow)
             status = await _serve_hops(config, plan, hops, commands, signals)
     return status, session.summary()
 

@@ -204,6 +204,7 @@ def _audit(
     server's stderr the first `SAID_ROWS` failed rows carry (`Flow.stderr`)."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
+    recorded_mcp: set[tuple[Any, ...]] = set()
     layers = trace.route_profiles
     if mcp is None:
         mcp = McpAuditor(mcp_routes(layers))
@@ -225,8 +226,10 @@ def _audit(
                     said.append(
                         (flow.number, flow.failure(trace.profile_for(flow.route)), flow.stderr)
                     )
-        findings += mcp.feed(flows)
+        found_again = mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):
+            if finding.rule.startswith(MCP_RULES):  # recorded as the session ran
+                recorded_mcp.add(_mcp_key(finding))
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
                 key = (
@@ -240,9 +243,21 @@ def _audit(
                     continue
                 unlocated.add(key)
             findings.append(finding)
+        # What the session decided and recorded is found again here: counted once.
+        findings += [f for f in found_again if _mcp_key(f) not in recorded_mcp]
     findings += mcp.finish()
     findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
     return findings
+
+
+MCP_RULES = "mcp."
+"""The MCP layer's rules: decided by `McpAuditor` here, and as the session ran
+(live/mcp_rules_live.py) where it could."""
+
+
+def _mcp_key(finding: Finding) -> tuple[Any, ...]:
+    """What makes two findings of the MCP layer's rules the same one."""
+    return (finding.flow, finding.direction, finding.rule, finding.violation.path)
 
 
 SAID_ROWS = 3

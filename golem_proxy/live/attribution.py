@@ -56,6 +56,7 @@ from ..events import (
     UpstreamStatus,
 )
 from .late_answers import LateAnswers
+from .mcp_rules_live import McpRulesLive
 
 __all__ = ["MAX_IN_FLIGHT", "RoutesDown", "ToolCallTracker"]
 
@@ -127,6 +128,8 @@ class ToolCallTracker:
         )
         """Answers marked with the routes that went down during their call, as `_marked`."""
         self.late = LateAnswers()
+        self._rules: dict[str, McpRulesLive] = {}
+        """The MCP layer's rules, followed on each route of the hop (`follow`)."""
         """GOLEM answers after their call returned, and calls that read one (late_answers.py)."""
 
     @property
@@ -145,6 +148,22 @@ class ToolCallTracker:
                 if made < event.t:
                     self._went_down.setdefault(key, {}).setdefault(event.route, event.t)
         self._down.follow(event)
+
+    def follow(self, event: Event) -> list[Event]:
+        """What to publish for one event of the MCP hop, in order: the event as `watch`
+        returns it and the violations of the MCP layer's rules it settles
+        (mcp_rules_live.py), those of an exchange before it."""
+        watched = self.watch(event)
+        if not isinstance(watched, (FrameSeen, ExchangeCompleted)):
+            return [watched]
+        route = watched.route
+        rules = self._rules.get(route)
+        if rules is None:
+            rules = self._rules[route] = McpRulesLive(route)
+        found: list[Event] = list(rules.follow(watched))
+        # Before the exchange, as the tap publishes a pair's own violations: a reader has the
+        # row whole when its exchange line comes.
+        return [*found, watched] if isinstance(watched, ExchangeCompleted) else [watched, *found]
 
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns

@@ -111,6 +111,7 @@ def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Call
     in one process: `golem_proxy.live.stdio_relay.StdioRelay.publish`)."""
 
     def watch_then_publish(event: Event) -> None:
-        publish(tracker.watch(event))
+        for followed in tracker.follow(event):
+            publish(followed)
 
     return watch_then_publish

@@ -75,7 +75,7 @@ class StdioRelay:
         profile: Profile,
         *,
         route: str = "mcp",
-        watch: Optional[Callable[[Event], Event]] = None,
+        watch: Optional[Callable[[Event], list[Event]]] = None,
         exit_timeout: float = 5.0,
         stdin_fd: int = 0,
         stdout_fd: int = 1,
@@ -114,10 +114,13 @@ class StdioRelay:
 
     def publish(self, event: Event) -> None:
         """Publish an event of this hop (the tool-call tracker sees it first, and may mark a
-        call made while a GOLEM route was down: `ToolCallTracker.watch`)."""
-        if self.watch is not None:
-            event = self.watch(event)
-        self.proxy.publish(event)
+        call made while a GOLEM route was down, and add the violations of the MCP layer's
+        rules it settles: `ToolCallTracker.follow`)."""
+        if self.watch is None:
+            self.proxy.publish(event)
+            return
+        for followed in self.watch(event):
+            self.proxy.publish(followed)
 
     async def start(self) -> PipedChild:
         """Start the child. Raises ChildStartError with the reason in one line."""

@@ -23,6 +23,7 @@ from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
+from ..analysis.late_answers import late_violation
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
 from .frame_redaction import FrameRedaction
 from .redact import Redactor
@@ -228,6 +229,8 @@ class FramePublisher:
         )
         if self.annotate is not None:
             seen = self._annotated(direction, seen, request)
+            if seen.late:  # decided by the session's tracker now: its warning with it
+                violations.append(late_violation(seen.tool_calls or ()))
         self.publish(seen)
         for found in violations:
             self._violated(direction, index, t, found)
