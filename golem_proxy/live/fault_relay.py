@@ -29,6 +29,7 @@ once (docs/intercept.md), so the plugin never runs a request for a client that i
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Callable, Optional
 
 import trio
@@ -89,6 +90,8 @@ class FaultRelay:
         marked undelivered."""
         self.turns = AnswerTurns(faults is not None and not profile.replies_by_id)
         """``--fault error``'s answers waiting for the plugin's to earlier requests."""
+        self._answer = functools.partial(self._send, Direction.S2C)
+        """Sends an answer the proxy made (`AnswerTurns.release`)."""
         self._pumped: set[Direction] = set()
         """The directions whose pumps returned."""
 
@@ -383,10 +386,6 @@ class FaultRelay:
         self.turns.took(direction)
         return direction is Direction.C2S or await self.turns.release(self._answer)
 
-    async def _answer(self, reply: bytes) -> bool:
-        """Send an answer the proxy made (`AnswerTurns.release`)."""
-        return await self._send(Direction.S2C, reply)
-
     async def _act(
         self, direction: Direction, frame: Frame, sent_at: Optional[float], action: FrameAction
     ) -> bool:
@@ -431,6 +430,8 @@ class FaultRelay:
             async with self.locks[direction]:
                 # The side did not close: what it leaves unanswered is the proxy's doing.
                 self.conn.observe_cut(direction, self.now(), "--fault truncate")
+            if direction is Direction.C2S:  # ending the connection, it reads no more answers
+                self.conn.mark_cut(Direction.S2C, self.now(), "--fault truncate")
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             if unsent:
                 self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")
