@@ -273,3 +273,36 @@ def test_an_answer_still_held_when_the_connection_ends_is_said_not_sent(
         ("scene.list_layers", "unanswered"),
         ("ping", "undelivered (withheld: --fault error)"),
     ]
+
+
+def test_an_answer_still_held_when_the_proxy_stops_is_said_not_sent(tmp_path: Path) -> None:
+    """The proxy stops (its drain runs out) while the plugin works on the first request: the
+    close says why it ended, then that the error held behind it was never sent."""
+    third = threading.Event()
+
+    def script(conn: socket.socket) -> None:
+        _read_request(conn)  # never answered
+        _read_request(conn)
+        third.set()  # forwarded after the error was held: the proxy reads in order
+
+    with ScriptedPlugin(script) as plugin:
+        cli = _faulted(plugin, tmp_path / "stopped.jsonl", "in-process", "--drain-timeout", "0.5")
+        try:
+            with socket.create_connection(("127.0.0.1", cli.port), timeout=5) as client:
+                client.sendall(
+                    _request("a1", "scene.list_layers", {})
+                    + _request("b2", "ping", {})
+                    + _request("c3", "scene.list_layers", {})
+                )
+                assert third.wait(10)
+                log = cli.stop()
+        finally:
+            plugin.done.set()
+            cli.kill()
+    assert cli.process.returncode == 0, cli.stderr
+    [line] = _fault_lines(log)
+    assert "; its answer TIMEOUT: busy waits for 1 earlier answer" in line, line
+    [closed] = [line for line in log.splitlines() if " closed: " in line]
+    assert closed.split(" closed: ")[1].startswith(
+        "proxy shutting down; 1 answer of --fault error not sent: the connection ended first"
+    ), closed
