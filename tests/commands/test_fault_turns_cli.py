@@ -200,6 +200,39 @@ def test_an_answer_too_large_to_decode_takes_its_turn(tmp_path: Path, observer: 
     ]
 
 
+def test_an_answer_a_delay_holds_goes_before_the_error_behind_it(tmp_path: Path) -> None:
+    """The plugin's answer is decided on at once, and goes 0.3 s later (``delay``): it counts
+    once it went, so the errors behind it go after it, and after each other in order."""
+
+    def script(conn: socket.socket) -> None:
+        for _ in range(2):
+            conn.sendall(_answer(_read_request(conn)["id"], "ok"))
+
+    with ScriptedPlugin(script) as plugin:
+        cli = _faulted(
+            plugin, tmp_path / "delayed.jsonl", "in-process",
+            "--fault", "delay:ms=300,dir=s2c,method=scene.list_layers",
+        )  # fmt: skip
+        try:
+            with socket.create_connection(("127.0.0.1", cli.port), timeout=5) as client:
+                client.sendall(
+                    _request("a1", "scene.list_layers", {})
+                    + _request("b2", "ping", {})
+                    + _request("c3", "scene.list_objects", {})
+                    + _request("d4", "ping", {})
+                )
+                answers = _answers(client, 4)
+        finally:
+            plugin.done.set()
+            log = cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert [a["id"] for a in answers] == ["a1", "b2", "c3", "d4"]
+    assert [line.split("; ")[-1] for line in _fault_lines(log)] == [
+        "its answer TIMEOUT: busy waits for 1 earlier answer",
+        "its answer TIMEOUT: busy waits for 3 earlier answers",  # a1, b2, c3
+    ]
+
+
 def test_a_client_that_pairs_replies_by_id_gets_the_error_at_once(tmp_path: Path) -> None:
     """An MCP client hands each reply to the request of its id: the error waits for nothing,
     not for the answer to a call the server never answers (one the client cancelled)."""
