@@ -104,6 +104,8 @@ class Connection(HandsToInspection):
     gone: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
     writing to one did. A clean FIN is no part of it: the side may still read."""
+    added: list[str] = field(default_factory=list)
+    """What the close says after its reason (`add_to_reason`)."""
 
     def note(self, reason: str, abnormal: bool = False) -> None:
         if not self.reason:  # the first cause is the one worth reporting
@@ -112,8 +114,8 @@ class Connection(HandsToInspection):
 
     def add_to_reason(self, more: str) -> None:
         """Add ``more`` to the close's reason, whichever cause came first (something its
-        reader must know, e.g. bytes read and never sent)."""
-        self.reason = f"{self.reason}; {more}" if self.reason else more
+        reader must know, e.g. bytes read and never sent), or comes later: said after it."""
+        self.added.append(more)
 
     def sides(self, direction: Direction) -> tuple[trio.SocketStream, trio.SocketStream, str, str]:
         """(source, sink, source name, sink name) for ``direction``."""
@@ -333,6 +335,7 @@ class Connection(HandsToInspection):
     def closed_event(self, t: float) -> ConnectionClosed:
         if not self.reason:
             self.note("proxy shutting down", True)
+        reason = "; ".join((self.reason, *self.added))
         # A side that reset us (gone), or one we reset: the way that reset went.
         crossed = {
             Direction.S2C: "client" in self.reset or "upstream" in self.gone,
@@ -341,7 +344,7 @@ class Connection(HandsToInspection):
         return ConnectionClosed(
             conn=self.conn,
             route=self.route.name,
-            reason=self.reason,
+            reason=reason,
             t=t,
             bytes_c2s=self.sent[Direction.C2S],
             bytes_s2c=self.sent[Direction.S2C],

@@ -29,11 +29,12 @@ once (docs/intercept.md), so the plugin never runs a request for a client that i
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Callable, Optional
 
 import trio
 
-from golem_core.framing import EndOfStream, Frame, Framing
+from golem_core.framing import Discarded, EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, InterceptKind
@@ -42,7 +43,7 @@ from .answer_turns import AnswerTurns
 from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
-from .faults import ConnectionFaults, FaultKind
+from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 from .peer_state import until_peer_gone
 from .unsent import Unsent, or_now
@@ -87,11 +88,24 @@ class FaultRelay:
         """The `LOST` step of a response held by ``--intercept`` (detail, method), said once
         the answer is recorded: the server sent it all the same, and its flow needs it,
         marked undelivered."""
-        self.turns = AnswerTurns()
+        self.turns = AnswerTurns(faults is not None and not profile.replies_by_id)
         """``--fault error``'s answers waiting for the plugin's to earlier requests."""
+        self._answer = functools.partial(self._send, Direction.S2C)
+        """Sends an answer the proxy made (`AnswerTurns.release`)."""
+        self._pumped: set[Direction] = set()
+        """The directions whose pumps returned."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
+        try:
+            await self._pump(conn, direction, scope)
+        finally:
+            self._pumped.add(direction)
+            unsent = self.turns.not_sent()
+            if unsent and len(self._pumped) == len(Direction):  # the connection ended
+                conn.add_to_reason(unsent)
+
+    async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         self.scope = scope  # both pumps of the connection share it
         reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
@@ -143,6 +157,9 @@ class FaultRelay:
                         continue
                     else:  # framing errors and skipped bytes are not messages: forward as is
                         going = await self._send(direction, event.raw, sent_at=sent_at)
+                        if going and isinstance(event, Discarded) and event.final:
+                            # A frame too large to decode, whole: it takes a turn all the same.
+                            going = await self._took_turn(direction)
                     if not going:
                         return
                 through = True
@@ -151,8 +168,10 @@ class FaultRelay:
                     await self.unsent.lost_behind(direction)
                 self.unsent.read_through(direction)
             if not data:
-                if direction is Direction.S2C and not await self._answer(self.turns.end()):
-                    return
+                if direction is Direction.S2C:
+                    self.turns.end()
+                    if not await self.turns.release(self._answer):
+                        return
                 async with self.locks[direction]:
                     conn.end_of_stream(direction, self.now(), scope)
                 return
@@ -312,6 +331,10 @@ class FaultRelay:
         if going and isinstance(decision, Answer):
             reply = self._framed(ruling.payload)
             going = await self._send(Direction.S2C, reply.raw, frame=reply)
+        # An answer of the plugin's, decided on: it took its turn all the same.
+        decided = direction is Direction.S2C and isinstance(decision, (Drop, Answer))
+        if going and decided and self.faults and self.faults.takes_turn(direction, frame.payload):
+            going = await self._took_turn(direction)
         return going
 
     async def _withheld(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> None:
@@ -347,29 +370,27 @@ class FaultRelay:
         ``--fault``, send it."""
         if self.faults is None:
             return await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
-        if direction is Direction.C2S:
-            return await self._act(direction, frame, sent_at)
-        # An answer of the plugin's: the proxy's own answers behind it wait until it went.
-        self.turns.answering += 1
-        try:
-            going = await self._act(direction, frame, sent_at)
-        finally:
-            self.turns.answering -= 1
-        return going and await self._answer(self.turns.due(self.faults.waiting()))
+        action = self.faults.decide(direction, frame.raw, len(frame.header), frame.payload)
+        if direction is Direction.C2S and action.turn and action.withhold is None:
+            self.turns.took(direction)  # before it goes: its answer may come back first
+        going = await self._act(direction, frame, sent_at, action)
+        if going and direction is Direction.S2C and action.turn:
+            # Counted once it went (or was withheld): one held behind it goes after it.
+            going = await self._took_turn(direction)
+        return going
 
-    async def _answer(self, replies: list[bytes]) -> bool:
-        """Send the proxy's answers whose turn came (`AnswerTurns`). False when the
-        connection ends."""
-        for reply in replies:
-            if not await self._send(Direction.S2C, reply):
-                return False
-        return True
+    async def _took_turn(self, direction: Direction) -> bool:
+        """A frame that takes a turn (`FrameAction.turn`) went on, or was decided on: count
+        it, and send the proxy's answers whose turn came with it. False when the connection
+        ends."""
+        self.turns.took(direction)
+        return direction is Direction.C2S or await self.turns.release(self._answer)
 
-    async def _act(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> bool:
-        """`_faulted` with ``--fault``: decide, then carry the decision out."""
-        assert self.faults is not None
+    async def _act(
+        self, direction: Direction, frame: Frame, sent_at: Optional[float], action: FrameAction
+    ) -> bool:
+        """`_faulted` with ``--fault``: carry the decision out."""
         raw = frame.raw
-        action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
                 await trio.sleep(action.delay)
@@ -383,13 +404,15 @@ class FaultRelay:
                 await self._withheld(direction, frame, sent_at)
             else:  # a response withheld: never recorded
                 self._unrecorded(direction, action.learned)
-            self.actions.faults(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
                 # In its turn: after the plugin's answers to the requests sent before it.
-                if self.turns.hold(self.faults.waiting(), action.reply):
-                    return True
-                return await self._send(Direction.S2C, action.reply)
+                earlier = self.turns.hold(action.reply)
+                if earlier is not None:
+                    action.answer_waits(earlier)
+                self.actions.faults(direction, action)
+                return earlier is not None or await self._send(Direction.S2C, action.reply)
+            self.actions.faults(direction, action)
             if rule.kind is FaultKind.RESET:
                 self.conn.note(f"fault: reset ({rule.spec})", True)
                 self.conn.reset.update(("client", "upstream"))
@@ -407,6 +430,8 @@ class FaultRelay:
             async with self.locks[direction]:
                 # The side did not close: what it leaves unanswered is the proxy's doing.
                 self.conn.observe_cut(direction, self.now(), "--fault truncate")
+            if direction is Direction.C2S:  # ending the connection, it reads no more answers
+                self.conn.mark_cut(Direction.S2C, self.now(), "--fault truncate")
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             if unsent:
                 self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")

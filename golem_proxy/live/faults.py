@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from golem_core.framing import Framing
-from golem_core.messages import Malformed, Message, Role
+from golem_core.messages import (
+    ErrorResponse,
+    Malformed,
+    Message,
+    Notification,
+    Request,
+    Response,
+    Role,
+)
 from golem_core.pairing import Correlator
 from golem_core.profiles import GOLEM, Profile
 
@@ -102,12 +110,28 @@ class FrameAction:
     gap: float = 0.0
     reply: Optional[bytes] = None
     """For ``error``: the synthesised error frame to send back to the client."""
+    answer: str = ""
+    """For ``error``: the answer ``reply`` carries, as the fault's event says it."""
+    turn: bool = False
+    """The frame takes a turn where a client pairs answers by their order (`AnswerTurns`):
+    a request its server answers (one too costly to parse counts), or a server's answer (any
+    frame of the server's but a request or notification of its own)."""
     events: list[tuple[str, str]] = field(default_factory=list)
     learned: tuple[str, ...] = ()
     """With ``--redact``, for a frame the fault keeps from the recording as it came (an
     answer withheld, a frame corrupted): the values the rules replace in it
     (`frame_redaction.values_replaced`), which the tap is handed to hide where they come
     back (`Connection.unrecorded`)."""
+
+    def answer_waits(self, earlier: int) -> None:
+        """``reply`` is held behind ``earlier`` answers (`AnswerTurns.hold`): the withholding
+        rule's event, said last, says so rather than that it answered, which it has not."""
+        fault, detail = self.events[-1]
+        answered = f"; answered {self.answer}"
+        assert detail.endswith(answered)
+        plural = "" if earlier == 1 else "s"
+        waits = f"; its answer {self.answer} waits for {earlier:,} earlier answer{plural}"
+        self.events[-1] = (fault, detail[: -len(answered)] + waits)
 
 
 class ConnectionFaults:
@@ -162,24 +186,22 @@ class ConnectionFaults:
         answered = pending.context if pending is not None else None
         return message, elided, frame_method(message, answered)
 
+    def takes_turn(self, direction: Direction, payload: bytes) -> bool:
+        """`FrameAction.turn` of a frame no fault decides on (``--intercept`` answered or
+        dropped it); a server's frame is paired as a decided one is."""
+        message, _ = self.inspect(direction, payload)
+        return _takes_turn(direction, message)
+
     def forwarded_request(self, message: Message, method: Optional[str]) -> None:
         """Remember a request that reached the upstream, to name the method of its answer."""
         self._methods.add_request(message, method)
-
-    def waiting(self) -> frozenset[int]:
-        """The requests forwarded that wait for their answer now (their places in the
-        connection's order): an answer the proxy makes in the plugin's place goes after
-        theirs (`fault_relay`). A request whose answer was decided on (even if it is not
-        sent yet, or was withheld) waits no more; one forgotten (its answer too costly to
-        parse) neither."""
-        return frozenset(pending.sequence for pending in self._methods.outstanding())
 
     def decide(self, direction: Direction, raw: bytes, header: int, payload: bytes) -> FrameAction:
         """Decide the fate of one complete frame. ``raw`` is its wire bytes, ``header`` the
         length of its header (the payload follows it). Mutates nothing but the generators,
         the `times` counters and the pairing."""
         message, elided, method = self._typed(direction, payload)
-        action = FrameAction(raw, method)
+        action = FrameAction(raw, method, turn=_takes_turn(direction, message))
         rng = self._rng[direction]
         matching = [
             (index, rule)
@@ -217,6 +239,7 @@ class ConnectionFaults:
             if rule.kind is FaultKind.ERROR:
                 obj = self.profile.error(ident, rule.code, rule.message)
                 action.reply = self.profile.encode(obj)
+                action.answer = f"{rule.code}: {rule.message}"
             if direction is Direction.S2C:  # a request withheld is recorded all the same
                 action.learned = self._learned(direction, payload, message, elided, method)
             return action
@@ -275,7 +298,7 @@ class ConnectionFaults:
     ) -> str:
         side = "request" if direction is Direction.C2S else "response"
         text = f"{WITHHELD} {side}: {what}"
-        if rule.kind is FaultKind.ERROR:
+        if rule.kind is FaultKind.ERROR:  # `FrameAction.answer_waits` if it is held
             return f"{text}; answered {rule.code}: {rule.message}"
         if rule.kind is FaultKind.RESET:
             return f"{text}; connection reset ({rule.when} the method)"
@@ -297,6 +320,16 @@ class ConnectionFaults:
 
 
 _WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
+
+
+def _takes_turn(direction: Direction, message: Optional[Message]) -> bool:
+    """`FrameAction.turn` of a frame of ``direction`` typed ``message`` (None: too costly to
+    parse, and taken for what most frames of its direction are)."""
+    if message is None:
+        return True
+    if direction is Direction.C2S:  # a client's answer to a server's request takes none
+        return not isinstance(message, (Notification, Response, ErrorResponse))
+    return not isinstance(message, (Request, Notification))
 
 
 def _describe(message: Optional[Message], method: Optional[str], size: int, ident: Any) -> str:

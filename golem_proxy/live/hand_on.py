@@ -85,13 +85,18 @@ class HandsToInspection:
         """Hand to inspection the end of ``direction``'s stream that the proxy made itself
         (``how``: ``--fault truncate``), not its source: what it leaves unanswered says so
         (`ConnectionTap.cut`)."""
+        self.mark_cut(direction, t, how)
+        self.observe(direction, b"", t)
+
+    def mark_cut(self, direction: Direction, t: float, how: str) -> None:
+        """`observe_cut` for an end of ``direction``'s stream handed on later, whenever the
+        connection ends (the proxy ends it, and reads no more of that side)."""
         if self.link is not None:
             self.link.cut(self.conn, direction, how, t)
         elif self.tap is not None and self.inline:
             self.tap.cut(direction, how)
         elif self.tap is not None and self.observer is not None:
             self.observer.after_queued(functools.partial(self.tap.cut, direction, how))
-        self.observe(direction, b"", t)
 
     def observe_unsent_lost(
         self, direction: Direction, size: int, t: float, why: Optional[str] = None

@@ -417,14 +417,15 @@ class ConnectionTap:
         """``direction``'s side ended its stream, every byte of it decoded: the requests it
         was to answer never will be on this connection. Said now (`StreamEnded`) when the
         other side's stream is still open, so the connection's close may be far off (a GOLEM
-        client that is not reading when its plugin goes away). Called after what the end cut
+        client that is not reading when its plugin goes away), or when the proxy ended it (a
+        cut, which the close would not say). Called after what the end cut
         short was said (a truncated frame: then instead of the decoder's end of stream, which
         does not follow it)."""
-        if self._inputs[direction.reverse].ended:
-            return  # both ended: the close follows at once and says it
+        cut = self._cut.get(direction, "")
+        if self._inputs[direction.reverse].ended and not cut:
+            return  # both ended: the close follows at once and says it (not who ended this)
         unanswered = self._pairing.unanswerable(direction.reverse)
         if unanswered:
-            cut = self._cut.get(direction, "")
             self.publish(StreamEnded(**self._where(direction, t), unanswered=unanswered, cut=cut))
 
     def _where(self, direction: Direction, t: float) -> Where:
