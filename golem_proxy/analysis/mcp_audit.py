@@ -81,8 +81,12 @@ class _Call:
 class McpAuditor:
     """Audits the flows of ``routes`` (a recording's MCP layer); see the module docstring."""
 
-    def __init__(self, routes: Collection[str]) -> None:
+    def __init__(self, routes: Collection[str], *, live: bool = False) -> None:
         self.routes = frozenset(routes)
+        self.live = live
+        """Following a session as it runs (live/mcp_rules_live.py): a tool whose schema holds
+        a regular expression is left to `check` (`_uses_regex`)."""
+        self._regex_tools: frozenset[str] = frozenset()
         self._orders: dict[int, SessionOrder] = {}
         self._schemas: Optional[dict[str, Any]] = None
         self._validators: dict[str, Any] = {}
@@ -222,6 +226,8 @@ class McpAuditor:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 schemas[tool["name"]] = tool.get("inputSchema")
         self._schemas = schemas
+        if self.live:
+            self._regex_tools = frozenset(n for n, schema in schemas.items() if _uses_regex(schema))
         waiting, self._pending = self._pending, []
         return [finding for call in waiting for finding in self._check_call(call)]
 
@@ -231,7 +237,7 @@ class McpAuditor:
             text = f"no tool {call.tool[:60]!r} in the recorded tools/list"
             yield self._at(violation(R_UNKNOWN_TOOL, text, "$.params.name"), call)
             return
-        if not call.whole:
+        if not call.whole or call.tool in self._regex_tools:
             return
         for problem in self._schema_problems(call.tool, call.arguments):
             yield self._at(problem, call)
@@ -365,3 +371,30 @@ def _json_path(parts: Any) -> str:
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
+
+
+_REGEX_KEYWORDS = frozenset(("pattern", "patternProperties"))
+_SCHEMA_NODES = 10_000
+"""Values of a schema looked through for a regular expression; past it, one is assumed."""
+
+
+def _uses_regex(schema: Any) -> bool:
+    """Whether ``schema`` holds a regular expression to match (``pattern``,
+    ``patternProperties``) anywhere, or is too large to tell (`_SCHEMA_NODES`). Python's
+    regular expressions cannot be stopped once running, and one that backtracks (``^(a+)+$``
+    against 30 ``a`` and a ``!``) runs for minutes: on the observing process, a server's
+    listing would stall the session's observation (in one process, its forwarding too). So
+    while the session runs such a tool's arguments are not checked; `check` checks them."""
+    todo, seen = [schema], 0
+    while todo:
+        node = todo.pop()
+        seen += 1
+        if seen > _SCHEMA_NODES:
+            return True
+        if isinstance(node, dict):
+            if _REGEX_KEYWORDS.intersection(node):
+                return True
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return False

@@ -41,7 +41,7 @@ class McpRulesLive:
         from ..analysis.mcp_audit import McpAuditor
 
         self.route = route
-        self._auditor: McpAuditor = McpAuditor((route,))
+        self._auditor: McpAuditor = McpAuditor((route,), live=True)
         self._numbers = 0
 
     def follow(self, event: Event) -> list[ViolationSeen]:

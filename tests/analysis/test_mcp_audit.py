@@ -126,3 +126,34 @@ def test_flows_of_other_routes_are_left_alone() -> None:
     session = Session()
     session.exchange(1, "tools/call", {"name": "x"}, None)
     assert rules(McpAuditor({"other"}), session.flows) == []
+
+
+BACKTRACKING = {"properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+
+
+def test_while_the_session_runs_a_tool_whose_schema_holds_a_regex_is_left_to_check() -> None:
+    # ^(a+)+$ against a run of a's and a "!" backtracks exponentially: live, it would hold the
+    # observing process (and in one process the relay) for minutes. Short here, so check's
+    # own pass over it ends at once.
+    session = Session().opened()
+    session.exchange(1, "tools/list", {}, tools(regex=BACKTRACKING, plain={"properties": {"a": {"type": "integer"}}}))
+    call = {"name": "regex", "arguments": {"s": "a" * 12 + "!", "extra": 1}}
+    session.exchange(2, "tools/call", call, {"content": []})
+    session.exchange(3, "tools/call", {"name": "plain", "arguments": {"b": 1}}, {"content": []})
+    live = rules(McpAuditor({"mcp"}, live=True), session.flows)
+    assert [(rule, flow) for rule, flow, _ in live] == [("mcp.tools-call.undeclared-argument", 4)]
+    after = rules(McpAuditor({"mcp"}), session.flows)
+    assert [(rule, flow) for rule, flow, _ in after] == [
+        ("mcp.tools-call.arguments", 3),
+        ("mcp.tools-call.undeclared-argument", 3),
+        ("mcp.tools-call.undeclared-argument", 4),
+    ]
+
+
+def test_a_regex_anywhere_in_a_schema_or_one_too_large_to_look_through_counts() -> None:
+    from golem_proxy.analysis.mcp_audit import _uses_regex
+
+    assert not _uses_regex({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert _uses_regex({"anyOf": [{"type": "integer"}, {"patternProperties": {"^x": {}}}]})
+    assert _uses_regex({"$defs": {"id": {"pattern": "^[0-9]+$"}}, "$ref": "#/$defs/id"})
+    assert _uses_regex({"enum": list(range(20_000))})  # too large to tell
