@@ -136,7 +136,8 @@ def test_while_the_session_runs_a_tool_whose_schema_holds_a_regex_is_left_to_che
     # observing process (and in one process the relay) for minutes. Short here, so check's
     # own pass over it ends at once.
     session = Session().opened()
-    session.exchange(1, "tools/list", {}, tools(regex=BACKTRACKING, plain={"properties": {"a": {"type": "integer"}}}))
+    plain = {"properties": {"a": {"type": "integer"}}}
+    session.exchange(1, "tools/list", {}, tools(regex=BACKTRACKING, plain=plain))
     call = {"name": "regex", "arguments": {"s": "a" * 12 + "!", "extra": 1}}
     session.exchange(2, "tools/call", call, {"content": []})
     session.exchange(3, "tools/call", {"name": "plain", "arguments": {"b": 1}}, {"content": []})
