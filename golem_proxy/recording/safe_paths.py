@@ -82,15 +82,19 @@ def reserve_session_file(directory: str) -> str:
 @contextlib.contextmanager
 def removed_unless_started(reserved: Optional[str]) -> Iterator[None]:
     """Run the session that records to ``reserved``, a file `reserve_session_file` made (None:
-    a path the user named, left alone). When the session raises before anything was written
-    there (it never started: a port in use, a refused option), the empty file is removed, so
-    a failed start leaves no empty recording behind; one with anything in it stays."""
+    a path the user named, left alone). When the session ends with nothing written there (it
+    never started: a port in use, a refused option), the empty file is removed, so a failed
+    start leaves no empty recording behind; one with anything in it stays.
+
+    Removed however the session ended, not only when it raised: the TUI of one process says
+    why it could not start on its screen and ends with an exit code. A session that started
+    wrote its header before it said so (`ProxySession.run`), so an empty file is one that
+    never started."""
     try:
         yield
-    except BaseException:
+    finally:
         if reserved is not None:
             _remove_if_empty(reserved)
-        raise
 
 
 def _remove_if_empty(path: str) -> None:

@@ -13,7 +13,11 @@ The server's own version (``result.serverInfo.version`` of ``initialize``) chang
 release and says nothing the model reads: a change of it is told (a note on the row), never a
 failure, so a recording outlives the release it was made with. Everything else fails: the
 protocol version the server chose for the same ``initialize`` decides what a client may send
-and read.
+and read. Unless the two ``initialize`` requests asked for different versions
+(`asked_otherwise`): a server answers the version its client asked for when it speaks it, so
+a client whose SDK was upgraded since the recording (the ``golem_mcp_session`` fixture's is
+the test's own) gets another answer from the same build. That difference is told, as the
+server's version is; `mcp-verify` sends the recorded request, so there the two always agree.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any, Optional
 
 from .diffing import Comparator, Difference, envelope_body
 
-__all__ = ["LISTINGS", "NOTED", "compare_answer"]
+__all__ = ["LISTINGS", "NOTED", "asked_otherwise", "compare_answer"]
 
 LISTINGS: dict[str, tuple[str, str]] = {
     "tools/list": ("tools", "name"),
@@ -35,16 +39,42 @@ LISTINGS: dict[str, tuple[str, str]] = {
 NOTED: dict[str, frozenset[str]] = {"initialize": frozenset({"result.serverInfo.version"})}
 """The paths whose differences are told but do not fail the check, by method."""
 
+ASKED: dict[str, tuple[str, str]] = {"initialize": ("protocolVersion", "result.protocolVersion")}
+"""By method: a request's parameter, and the path of the answer that answers it."""
+
+
+def asked_otherwise(method: str, recorded_params: Any, live_params: Any) -> frozenset[str]:
+    """The paths of the answer to ``method`` told, not failed, because the two requests
+    asked for different things there (`ASKED`): an ``initialize`` that asked another
+    protocol version is answered with another one by the same build."""
+    asked = ASKED.get(method)
+    if asked is None:
+        return frozenset()
+    parameter, path = asked
+    if _member(recorded_params, parameter) == _member(live_params, parameter):
+        return frozenset()
+    return frozenset({path})
+
+
+def _member(params: Any, name: str) -> Any:
+    return params.get(name) if isinstance(params, dict) else None
+
 
 def compare_answer(
-    recorded: dict[str, Any], live: dict[str, Any], comparator: Comparator, method: str
+    recorded: dict[str, Any],
+    live: dict[str, Any],
+    comparator: Comparator,
+    method: str,
+    *,
+    also_noted: frozenset[str] = frozenset(),
 ) -> tuple[list[Difference], list[Difference]]:
     """The differences between a recorded answer to ``method`` and the live one (ids
-    aside): those that fail, and those only told (`NOTED`)."""
+    aside): those that fail, and those only told (`NOTED`, and ``also_noted``:
+    `asked_otherwise`)."""
     found = comparator.compare(
         _keyed(envelope_body(recorded), method), _keyed(envelope_body(live), method), method
     )
-    noted = NOTED.get(method, frozenset())
+    noted = NOTED.get(method, frozenset()) | also_noted
     failing = [difference for difference in found if difference.path not in noted]
     told = [difference for difference in found if difference.path in noted]
     return failing, told

@@ -183,11 +183,17 @@ async def play(
 
 
 def judge(
-    check: McpCheck, step: ClientStep, answer: dict[str, Any], comparator: Comparator
+    check: McpCheck,
+    step: ClientStep,
+    answer: dict[str, Any],
+    comparator: Comparator,
+    *,
+    also_noted: frozenset[str] = frozenset(),
 ) -> None:
     """Compare ``answer``, the live answer to ``step``, with the recorded one, or say on
     ``check`` why it cannot be: a tool call's result, and any other request's too (what
-    the server says of itself and of its tools is what the model reads: `compare_answer`)."""
+    the server says of itself and of its tools is what the model reads: `compare_answer`,
+    ``also_noted`` told rather than failed there)."""
     recorded = step.answer
     if step.cancelled and (recorded is None or "result" not in recorded):
         # Its answer, if any, is what the cancellation made of it (the SDK's "Request
@@ -206,7 +212,7 @@ def judge(
         check.problem = f"answered with an error: {_error_text(answer)}"
     elif recorded is not None:
         check.differences, check.notes = compare_answer(
-            recorded, answer, comparator, step.method or "?"
+            recorded, answer, comparator, step.method or "?", also_noted=also_noted
         )
     elif step.answer_unobserved:
         check.not_compared = "its answer in the recording fell in bytes not observed"

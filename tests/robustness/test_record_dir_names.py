@@ -16,6 +16,7 @@ from pathlib import Path
 from bench.robustness.crash import ThreadedUpstream
 from golem_proxy.recording.safe_paths import resolve_record_path
 from tests.support.cli_helpers import ROOT, cli_env, run_cli
+from tests.tui.terminal import Terminal
 
 ASK_AT_ONCE = """
 import sys, time
@@ -82,3 +83,29 @@ def test_a_proxy_that_never_starts_leaves_no_file_in_the_directory(tmp_path: Pat
             done = run_cli("proxy", "--route", route, "--record-dir", str(tmp_path), timeout=30)
             assert done.returncode == 2, done.stdout + done.stderr
             assert list(tmp_path.iterdir()) == [], route
+
+
+def test_a_tui_proxy_that_never_starts_leaves_no_file_in_the_directory(tmp_path: Path) -> None:
+    # The TUI of one process (the default with --intercept) shows why it could not start and
+    # exits with a code once quit, raising nothing: the reserved file must go all the same,
+    # or `query DIR/*.jsonl` stops at it ("no recording header").
+    directory = tmp_path / "recordings"
+    directory.mkdir()
+    with ThreadedUpstream() as upstream, socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        route = f"127.0.0.1:{busy.getsockname()[1]}={upstream.address}"
+        for observer in ("in-process", "child-process"):
+            terminal = Terminal(
+                "proxy", "--tui", "--observer", observer, "--route", route,
+                "--record-dir", str(directory), cwd=ROOT,
+            )  # fmt: skip
+            try:
+                terminal.wait_for("Address already in use")
+                if observer == "in-process":
+                    terminal.type("q")  # nothing runs: q quits without asking
+                code = terminal.exit_code(timeout=30)
+            finally:
+                terminal.close()
+            assert code == 2, terminal.text()[-2000:]
+            assert list(directory.iterdir()) == [], observer
