@@ -239,3 +239,18 @@ def test_an_idle_connections_end_waits_once_observation_stopped_for_good(
         finally:
             cli.stop()
 
+
+@pytest.mark.parametrize("observer", OBSERVERS)
+def test_an_idle_connections_end_waits_after_an_answer_over_the_cap(
+    tmp_path: Path, observer: tuple[str, ...]
+) -> None:
+    """An answer over ``--max-frame`` (not decoded: skipped, a framing error) still answers
+    its call: the plugin's end after it is held from the idle client as after any other."""
+    big = GOLEM.encode({"id": "a", "result": {"blob": "x" * 200_000}, "error": None})
+    record = tmp_path / "oversized.jsonl"
+    with AnswersThenCloses(len(_call("a")), big) as plugin:
+        cli = _proxy(plugin.port, record, (*observer, "--max-frame", "100000"))
+        try:
+            _answered_then_idle(plugin, cli, lambda: None)
+        finally:
+            cli.stop()
