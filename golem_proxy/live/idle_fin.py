@@ -15,15 +15,18 @@ follows the frames:
 
 * ``--observer child-process``: the link follows each direction's frames for a restart of the
   observing process (`OpenConnections`; on such a protocol also with ``--observer-restarts
-  0``), and counts them on the way at no cost of its own (`FrameBoundaries.frames`): more
-  client frames crossed whole than the upstream's, and a request waits (GOLEM: every client
-  frame is a request, every server frame an answer);
-* in one process: the tap pairs every request with its answer; the end is held until the tap has
-  decoded everything forwarded before it, then passed on if a request waits
-  (`ConnectionTap.answers_awaited`); with ``--enforce-limits`` the tap is up to date at once.
+  0``, and once observation stopped for good), and counts them on the way at no cost of its
+  own (`FrameBoundaries.frames`): more client frames crossed whole than the upstream's, and a
+  request waits (GOLEM: every client frame is a request, every server frame an answer);
+* in one process: the tap counts each direction's frames the same way, decoded or skipped
+  over a limit (an answer over ``--max-frame`` answers its request all the same); after bytes
+  it lost, or where a server may ask too, it pairs every request with its answer instead.
+  The end is held until the tap has decoded everything forwarded before it, then passed on
+  if a request waits (`ConnectionTap.answers_awaited`); with ``--enforce-limits`` the tap is
+  up to date at once.
 
-When it cannot be known (observation stopped for good, and the frames are no longer followed;
-the observer shedding; decoding failed), the end passes at once, as it would directly:
+When it cannot be known (the observer shedding; decoding failed), the end passes at once, as
+it would directly:
 a client that waits must never be left to its timeout, and one that was idle only loses the
 call the hold would have spared it.
 """

@@ -90,6 +90,8 @@ class OpenConnections:
         """Observation is down: what crosses is counted, not handed on."""
         self.unseen = 0
         """Connections opened and closed while observation was down."""
+        self.for_good = False
+        """Observation stopped for good (`stopped_for_good`): no close waits for a restart."""
         self._open: dict[int, _Tracked] = {}
 
     def __contains__(self, conn: int) -> bool:
@@ -109,7 +111,7 @@ class OpenConnections:
         tracked = self._open.get(event.conn)
         if tracked is None:
             return False
-        if self.down and tracked.seen:
+        if self.down and tracked.seen and not self.for_good:
             tracked.closed = event
             return True
         del self._open[event.conn]
@@ -124,6 +126,13 @@ class OpenConnections:
         for conn, tracked in self._open.items():
             tracked.seen = True
             tracked.unrecorded = unrecorded.get(conn, 0)
+
+    def stopped_for_good(self) -> None:
+        """No observing process will take the connections up: they are followed only for
+        `answers_waiting`, and each is forgotten at its close (those that closed since the
+        stop at once)."""
+        self.for_good = True
+        self.closes()
 
     def while_down(self, conn: int, direction: int, data: Chunk) -> None:
         """A chunk (``b""``: the direction ended) forwarded while observation is down."""

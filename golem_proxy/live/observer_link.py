@@ -106,7 +106,8 @@ class ObserverLink:
         self._room_wanted = trio.Event()
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
-        take them up (`resume`); None: not followed (no restart will come)."""
+        take them up (`resume`), and for whether a request waits (`answers_waiting`), also
+        once no restart will come (`OpenConnections.stopped_for_good`); None: not followed."""
         self._routes_down = RoutesDown()
         """The routes whose upstream is down now, since when: told to a restarted observing
         process (`Resumption.routes_down`), which saw none of it."""
@@ -332,8 +333,8 @@ class ObserverLink:
 
     def answers_waiting(self, conn: int) -> Optional[bool]:
         """Whether requests of ``conn``'s client wait for answers, as the frames followed for a
-        restart tell (`OpenConnections.answers_waiting`); None when not known (the frames are
-        not followed: no restart will come)."""
+        restart or for this tell (`OpenConnections.answers_waiting`); None when not known
+        (the frames are not followed)."""
         followed = self.connections
         return None if followed is None else followed.answers_waiting(conn)
 

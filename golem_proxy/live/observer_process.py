@@ -121,6 +121,10 @@ class ObservingProcess:
         self.echoes = HeldEchoes()
         """With ``--redact``: the values the observing processes learned to hide, handed to
         the one that replaces a dead one (`ObserverSetup.echoes`)."""
+        self.holds_fins = False
+        """The profile's idle FINs are held (`Profile.clients_read_past_answers` False): the
+        link follows the frames for whether a request waits (idle_fin.py), even once no
+        restart will come."""
         self._control_reader = ControlReader(self.echoes)
         link.on_give_up = self._give_up
         link.on_learned = self.echoes.add_all
@@ -148,11 +152,11 @@ class ObservingProcess:
         link.marks_arrivals = bool(setup.layers)  # an MCP hop: its tool calls are decided so
         observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
         observing.terminal = terminal
+        observing.holds_fins = not get_profile(setup.profile).clients_read_past_answers
         restarts = setup.options.observer_restarts
         if restarts > 0:
             observing.restarts_left = restarts
-        holds_fins = not get_profile(setup.profile).clients_read_past_answers
-        if restarts > 0 or math.isfinite(link.hold_limit) or holds_fins:
+        if restarts > 0 or math.isfinite(link.hold_limit) or observing.holds_fins:
             # Followed for a restart to take the connections up, for a connection that sheds:
             # where its stream ends, which the observing side may not see (`Kind.CUT`), and
             # for whether a request waits when the upstream closes (idle_fin.py).
@@ -352,7 +356,12 @@ class ObservingProcess:
             return
         self.stopped_reason = why
         self.link.stop()
-        self.link.connections = None  # no process will take them up: stop following them
+        if self.holds_fins and self.link.connections is not None:
+            # Still followed, at the cost a restart's wait pays: whether a request waits when
+            # the upstream closes (idle_fin.py), so that an idle client's end is held as ever.
+            self.link.connections.stopped_for_good()
+        else:
+            self.link.connections = None  # no process will take them up: stop following them
         goes_on = "; forwarding goes on" if forwarding else ""
         sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
         sys.stderr.flush()

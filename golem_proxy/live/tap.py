@@ -47,7 +47,7 @@ from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
 from .tap_gap_answer import gap_answers
 from .tap_gaps import CUT_BY_END, CUT_BY_LOSS, GapPublisher
-from .tap_input import TapInput, truncated
+from .tap_input import TapInput, requests_waiting, truncated
 from .tap_limits import (
     DEFAULT_LIMITS,
     FrameDigest,
@@ -309,9 +309,13 @@ class ConnectionTap:
         return len(self._pairing)
 
     def answers_awaited(self) -> bool:
-        """Whether the client's requests may still wait for answers, as far as decoded: some
-        wait (`ConnectionPairing.awaited`), or decoding stopped and cannot tell."""
-        return self.failed is not None or self._pairing.awaited(Direction.C2S)
+        """Whether the client's requests may still wait for answers, as far as decoded
+        (`requests_waiting`, else `ConnectionPairing.awaited`), or decoding stopped."""
+        if self.failed is not None:
+            return True
+        client, server = self._inputs[Direction.C2S], self._inputs[Direction.S2C]
+        waiting = requests_waiting(self.profile, client, server)
+        return self._pairing.awaited(Direction.C2S) if waiting is None else waiting
 
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):

@@ -31,7 +31,7 @@ from golem_core.framing import Discarded, Frame, FrameError, FrameErrorKind, Fra
 from golem_core.framing import Event as FramingEvent
 from golem_core.profiles import Profile
 
-__all__ = ["TapInput", "truncated"]
+__all__ = ["TapInput", "requests_waiting", "truncated"]
 
 
 class TapInput:
@@ -63,6 +63,9 @@ class TapInput:
         a frame the end cut short."""
         self.ended = False
         """The stream's end was fed (or decoding stopped): no frame is held open any more."""
+        self.frames: Optional[int] = 0
+        """Frames that crossed whole, decoded or skipped (over a limit); None once bytes were
+        lost, whose frames are not known (`ConnectionTap.answers_awaited`)."""
 
     @property
     def mid_frame(self) -> bool:
@@ -135,6 +138,8 @@ class TapInput:
         of the frame in progress when they all belong to it, else by searching."""
         if self.lost_since is None:
             self.lost_since = t
+        if size > 0:
+            self.frames = None
         rest = self.skip or (0 if self.resync else self.decoder.body_left)
         self.lost += size + self.buffered
         self._handed.clear()
@@ -176,6 +181,8 @@ class TapInput:
         """The next frame handed over, else the decoder's next event; None until more bytes
         (or the end of the stream) come."""
         if self._handed:
+            if self.frames is not None:
+                self.frames += 1
             return self._handed.popleft()
         cut = self._cut
         if cut is not None:
@@ -187,7 +194,21 @@ class TapInput:
         if type(event) is Frame or (type(event) is Discarded and event.final):
             # Not skipping, not ended: with nothing buffered, it is between two frames.
             self._at_boundary = not self.decoder.buffered
+            if self.frames is not None:
+                self.frames += 1
         return event
+
+
+def requests_waiting(profile: Profile, client: TapInput, server: TapInput) -> Optional[bool]:
+    """Whether a client's requests wait for answers, where every client frame is a request and
+    every server frame an answer, in order (GOLEM): more client frames crossed whole, decoded
+    or skipped over a limit, than the server's, as the forwarding side counts them
+    (`OpenConnections.answers_waiting`); an answer too large to observe, or over the cap,
+    answers its request all the same. None when not known that way: a server may send
+    requests of its own, or bytes were lost."""
+    if profile.servers_send_requests or client.frames is None or server.frames is None:
+        return None
+    return client.frames > server.frames
 
 
 def truncated(where: str) -> FrameError:

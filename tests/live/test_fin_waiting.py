@@ -5,13 +5,18 @@ connection.py). With either observer: the real command line, real loopback socke
 
 from __future__ import annotations
 
+import functools
+import os
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import pytest
 
+from bench.processes import observing_processes
 from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from bench.threaded_server import ThreadedServer
 from golem_core.blocking import MessageReader
@@ -49,6 +54,8 @@ class AnswersThenCloses(ThreadedServer):
     def __init__(self, expect: int, answer: bytes) -> None:
         self.expect = expect
         self.answer = answer
+        self.close_when: Optional[threading.Event] = None
+        """Set: the socket is closed only once it is (the test did something first)."""
         super().__init__()
 
     def serve(self, conn: socket.socket) -> None:
@@ -58,6 +65,8 @@ class AnswersThenCloses(ThreadedServer):
             while len(got) < self.expect and (chunk := conn.recv(65536)):
                 got += chunk
             conn.sendall(self.answer)
+            if self.close_when is not None:
+                self.close_when.wait(20)
 
 
 def _ended_within(sock: socket.socket, within: float) -> Optional[float]:
@@ -73,6 +82,33 @@ def _ended_within(sock: socket.socket, within: float) -> Optional[float]:
         return None
     assert data == b"", f"unexpected bytes {data!r}"
     return time.monotonic() - start
+
+
+def _poll(done: Callable[[], bool], what: str, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        assert time.monotonic() < deadline, f"no {what} within {within} s"
+        time.sleep(0.05)
+
+
+def _recorded(record: Path, kind: str) -> Callable[[], bool]:
+    return lambda: record.exists() and f'"{kind}"'.encode() in record.read_bytes()
+
+
+def _gone(proxy_pid: int, observing: int) -> bool:
+    return observing not in observing_processes(proxy_pid)
+
+
+def _kill_observing(proxy_pid: int, record: Path, restarts: int) -> None:
+    """Kill the observing process once more than ``restarts`` times, each replacement first
+    taking over (the recording says so), until observation stopped for good (it says that)."""
+    for killed in range(restarts + 1):
+        if killed:
+            _poll(_recorded(record, "observation-restarted"), "restart")
+        active = observing_processes(proxy_pid)[0]
+        os.kill(active, signal.SIGKILL)
+        _poll(functools.partial(_gone, proxy_pid, active), "death")
+    _poll(_recorded(record, "observation-stopped"), "end of observation")
 
 
 def _statuses(record: Path) -> list[str]:
@@ -165,3 +201,56 @@ def test_an_idle_connections_end_still_waits_for_the_client(
         finally:
             cli.stop()
     assert _statuses(record) == ["ok", "undelivered (upstream gone)"]
+
+
+def _answered_then_idle(
+    plugin: AnswersThenCloses, cli: ProxyCli, before_close: Callable[[], None]
+) -> None:
+    """One call answered, ``before_close``, then the plugin's end: it is held from the idle
+    client until it calls again, which is answered with a reset."""
+    close = plugin.close_when = threading.Event()
+    with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+        client.sendall(_call("a"))
+        MessageReader(client).read_message(Role.RESPONSE)
+        before_close()
+        close.set()
+        assert _ended_within(client, 1.0) is None  # held: the client is not told yet
+        client.sendall(_call("b"))
+        client.settimeout(10)
+        with pytest.raises(ConnectionResetError):
+            while client.recv(65536):
+                pass
+
+
+@pytest.mark.parametrize("restarts", [0, 1], ids=["no-restart", "restarts-used-up"])
+def test_an_idle_connections_end_waits_once_observation_stopped_for_good(
+    tmp_path: Path, restarts: int
+) -> None:
+    """The observing process killed for good (no restart left) while the connection is idle,
+    then the plugin's end: the frames are still followed, and the end is held as before."""
+    record = tmp_path / "stopped.jsonl"
+    with AnswersThenCloses(len(_call("a")), _answer("a")) as plugin:
+        observer = ("child-process", "--observer-restarts", str(restarts))
+        cli = _proxy(plugin.port, record, observer)
+        try:
+            _answered_then_idle(
+                plugin, cli, lambda: _kill_observing(cli.process.pid, record, restarts)
+            )
+        finally:
+            cli.stop()
+
+
+@pytest.mark.parametrize("observer", OBSERVERS)
+def test_an_idle_connections_end_waits_after_an_answer_over_the_cap(
+    tmp_path: Path, observer: tuple[str, ...]
+) -> None:
+    """An answer over ``--max-frame`` (not decoded: skipped, a framing error) still answers
+    its call: the plugin's end after it is held from the idle client as after any other."""
+    big = GOLEM.encode({"id": "a", "result": {"blob": "x" * 200_000}, "error": None})
+    record = tmp_path / "oversized.jsonl"
+    with AnswersThenCloses(len(_call("a")), big) as plugin:
+        cli = _proxy(plugin.port, record, (*observer, "--max-frame", "100000"))
+        try:
+            _answered_then_idle(plugin, cli, lambda: None)
+        finally:
+            cli.stop()
