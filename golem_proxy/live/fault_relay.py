@@ -370,10 +370,13 @@ class FaultRelay:
         ``--fault``, send it."""
         if self.faults is None:
             return await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
-        action = self.faults.decide(direction, frame.raw, len(frame.header), frame.payload)
+        # One copy of the wire bytes: `_act` hands the tap the frame decoded here when the
+        # fault sends these very bytes (``action.data is raw``), so it is not decoded again.
+        raw = frame.raw
+        action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if direction is Direction.C2S and action.turn and action.withhold is None:
             self.turns.took(direction)  # before it goes: its answer may come back first
-        going = await self._act(direction, frame, sent_at, action)
+        going = await self._act(direction, frame, raw, sent_at, action)
         if going and direction is Direction.S2C and action.turn:
             # Counted once it went (or was withheld): one held behind it goes after it.
             going = await self._took_turn(direction)
@@ -387,10 +390,15 @@ class FaultRelay:
         return direction is Direction.C2S or await self.turns.release(self._answer)
 
     async def _act(
-        self, direction: Direction, frame: Frame, sent_at: Optional[float], action: FrameAction
+        self,
+        direction: Direction,
+        frame: Frame,
+        raw: bytes,
+        sent_at: Optional[float],
+        action: FrameAction,
     ) -> bool:
-        """`_faulted` with ``--fault``: carry the decision out."""
-        raw = frame.raw
+        """`_faulted` with ``--fault``: carry the decision out (``raw``: the frame's bytes
+        the decision was made on)."""
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
                 await trio.sleep(action.delay)
