@@ -248,7 +248,7 @@ async def _verify(
         nursery.cancel_scope.cancel()
     if failed is not None:
         raise CommandError(f"mcp-verify: {failed}")
-    _blame(result, engine.report.misses)
+    _blame(result, engine.misses())
     return result, _misses(engine), standin.applied
 
 
@@ -289,7 +289,7 @@ def _environment(main: Address, gh: Address) -> dict[str, str]:
 
 
 def _misses(engine: ReplayEngine) -> list[dict[str, Any]]:
-    return [miss.to_json() for miss in engine.report.misses]
+    return [miss.to_json() for miss in engine.misses()]
 
 
 def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:

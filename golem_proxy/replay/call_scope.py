@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..analysis.two_layers import TwoLayers
@@ -73,17 +73,27 @@ class CallScope:
     owners: Mapping[int, CallRef]
     """Every exchange recorded under a tool call, by number: those are never another call's
     to take."""
+    rows: frozenset[int] = frozenset()
+    """The rows (as `show` numbers them) of every GOLEM request recorded under ``call``,
+    answered or not: a request the recording holds with no answer is no exchange."""
+    row_owners: Mapping[int, CallRef] = field(default_factory=dict)
+    """Every such row recorded under a tool call, by row."""
 
     def choose(self, left: Sequence[RecordedExchange]) -> Optional[RecordedExchange]:
         """The first of ``left`` recorded under the call, else the first recorded outside any
         call, else None."""
-        for exchange in left:
-            if exchange.number in self.own:
-                return exchange
-        for exchange in left:
-            if exchange.number not in self.owners:
-                return exchange
-        return None
+        return next(iter(self.ordered(left)), None)
+
+    def ordered(self, left: Sequence[RecordedExchange]) -> list[RecordedExchange]:
+        """Those of ``left`` this scope may serve, the call's first, then those of no call
+        (each part in its order): what the scope takes first where several would do."""
+        return [e for e in left if e.number in self.own] + [
+            e for e in left if e.number not in self.owners
+        ]
+
+    def holds_row(self, row: int) -> bool:
+        """Whether the request recorded at ``row`` is the call's, or no call's."""
+        return row in self.rows or row not in self.row_owners
 
     def mine(self, exchanges: Sequence[RecordedExchange]) -> list[RecordedExchange]:
         """Those of ``exchanges`` this scope may serve (the call's and no call's)."""
@@ -102,14 +112,29 @@ class CallScope:
 class CallScopes:
     """The scope of each step of an MCP script, by the step's request frame index."""
 
-    def __init__(self, calls: Mapping[int, CallRef], own: Mapping[int, frozenset[int]]) -> None:
+    def __init__(
+        self,
+        calls: Mapping[int, CallRef],
+        own: Mapping[int, frozenset[int]],
+        rows: Optional[Mapping[int, frozenset[int]]] = None,
+    ) -> None:
+        """``own``: the exchange numbers recorded under each call, by its request frame's
+        index; ``rows``: the rows of every GOLEM request recorded under it, the same way."""
         self.calls = dict(calls)
+        rows = rows or {}
         owners = {number: calls[index] for index, numbers in own.items() for number in numbers}
+        row_owners = {row: calls[index] for index, found in rows.items() for row in found}
         self._scopes = {
-            index: CallScope(call, own.get(index, frozenset()), owners)
+            index: CallScope(
+                call,
+                own.get(index, frozenset()),
+                owners,
+                rows.get(index, frozenset()),
+                row_owners,
+            )
             for index, call in calls.items()
         }
-        self.outside = CallScope(None, frozenset(), owners)
+        self.outside = CallScope(None, frozenset(), owners, frozenset(), row_owners)
 
     def for_index(self, index: Optional[int]) -> CallScope:
         """The scope of the tool call whose request frame is ``index``; the scope outside any
@@ -131,6 +156,9 @@ class CallScopes:
             for flow in call.golem:
                 rows[flow.number] = request.index
         own: dict[int, set[int]] = {}
+        under: dict[int, set[int]] = {}
+        for number, at in rows.items():
+            under.setdefault(at, set()).add(number)
         if trace.numbering is not None:
             trace.numbering.rows()  # every exchange's row, read now, before any is served
         for exchange in trace.exchanges:
@@ -138,4 +166,8 @@ class CallScopes:
             index = rows.get(row) if row is not None else None
             if index is not None:
                 own.setdefault(index, set()).add(exchange.number)
-        return cls(calls, {index: frozenset(numbers) for index, numbers in own.items()})
+        return cls(
+            calls,
+            {index: frozenset(numbers) for index, numbers in own.items()},
+            {index: frozenset(found) for index, found in under.items()},
+        )

@@ -8,6 +8,7 @@ malformed requests and misses lives here and is tested without sockets.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -16,13 +17,12 @@ from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.profiles import Profile
 
-from ..live.redact import REDACTED
 from ..terminal import safe_text
 from .call_scope import CallScope, summary_of
-from .diffing import Comparator, Difference
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
 from .large_payloads import with_id
 from .matching import GuidMap, MatchMode, MissPolicy
+from .miss_explain import NEAREST_SCAN, explain_miss, explain_scoped
 from .redacted_values import ReplayRedaction, holds_placeholder, wildcard_match
 
 __all__ = [
@@ -41,12 +41,6 @@ __all__ = [
 BUILTINS = ("ping", "list_methods")
 """Answered even when the trace lacks them (when the profile has them as built-ins), so a
 client's connect handshake always works."""
-NEAREST_SCAN = 500
-"""How many recorded exchanges of the same method a miss explanation looks at, at most."""
-
-
-KNOWN_SHOWN = 8
-"""Recorded methods a miss names; it counts the rest."""
 
 
 @dataclass(frozen=True)
@@ -221,9 +215,8 @@ class ReplayEngine:
         else:
             exchange = self.index.take_chosen(route, method, key, scope.choose)
         if exchange is None and self.redaction and self.index.mode is MatchMode.METHOD_PARAMS:
-            # A recorded «redacted» stands for whatever the live request has there (not
-            # scoped to the call in flight: the placeholder hides what would tell them apart).
-            exchange = self._take_redacted(route, method, plain)
+            # A recorded «redacted» stands for whatever the live request has there.
+            exchange = self._take_redacted(route, method, plain, scope)
             redacted = exchange is not None
         if exchange is not None:
             self.report.served += 1
@@ -237,7 +230,7 @@ class ReplayEngine:
             explanation = self.redaction.text(self.explain_miss(route, method, params, key))
             self.report.misses.append(MissRecord(route, method, explanation))
         else:
-            explanation = self._explain_scoped(scope, route, method, params, key)
+            explanation = explain_scoped(self, scope, route, method, params, key)
             explanation = self.redaction.text(explanation)
             self.report.misses.append(MissRecord(route, method, explanation, scope, params))
         if self.on_miss is MissPolicy.FORWARD:
@@ -247,13 +240,18 @@ class ReplayEngine:
             return Close(explanation)
         return Reply(self.profile.encode(self.profile.miss_error(message.id, method, explanation)))
 
-    def _take_redacted(self, route: str, method: str, params: Any) -> Optional[RecordedExchange]:
+    def _take_redacted(
+        self, route: str, method: str, params: Any, scope: Optional[CallScope]
+    ) -> Optional[RecordedExchange]:
         """The first unused recorded request of ``method`` whose ``«redacted»`` values stand
         where ``params`` has any (`wildcard_match`), taken; the values they stood for are
-        secrets from now on. None when there is none."""
+        secrets from now on. With ``scope``, one of the call in flight's first, then one of
+        no call; never another call's (`CallScope.ordered`, as an exact match is chosen).
+        None when there is none."""
         keyer = self.index.keyer
         live = keyer.comparable_params(method, params, self.guids)
-        for exchange in self.index.unused_of(route, method)[:NEAREST_SCAN]:
+        left = self.index.unused_of(route, method)[:NEAREST_SCAN]
+        for exchange in scope.ordered(left) if scope is not None else left:
             if exchange.too_large(response=False) or not holds_placeholder(exchange.request):
                 continue
             try:
@@ -281,22 +279,6 @@ class ReplayEngine:
         answer = self.profile.with_id(self.guids.to_live(recorded), request_id)
         return encode_recorded(self.profile, answer)
 
-    def _recorded_unanswered(self, route: str, method: str) -> Optional[str]:
-        """What a miss says of a request the trace holds with no answer to serve (its answer
-        dropped, too large to observe, never sent): not that it was never recorded. None when
-        the trace holds none (or its rows are still being read)."""
-        numbering = self.index.trace.numbering
-        rows = numbering.rows_if_free() if numbering is not None else None
-        if rows is None:
-            return None
-        for request in rows.unanswered:
-            if request.route == route and request.method == method:
-                return (
-                    f"recorded {method} on {route} (#{request.number}) has no answer in the "
-                    f"recording to serve: {safe_text(request.status)}"
-                )
-        return None
-
     def _delay(self, exchange: RecordedExchange) -> float:
         if self.timing is None:
             return 0.0
@@ -309,92 +291,18 @@ class ReplayEngine:
         return self._dispatcher.dispatch(request)
 
     def explain_miss(self, route: str, method: str, params: Any, key: Key) -> str:
-        """Why nothing matched: the method is unknown, its recorded answers are used up, or
-        the nearest recorded requests and where they differ."""
-        index = self.index
-        candidates = index.same_method(route, method)
-        if index.mode is MatchMode.SEQUENCE:
-            expected = index.peek_sequence(route)
-            if expected is None:
-                return f"no recorded request left on {route} (sequence matching); got {method}"
-            return (
-                f"sequence mismatch on {route}: expected {expected.label} "
-                f"{expected.method}, got {method}"
-            )
-        if not candidates:
-            unanswered = self._recorded_unanswered(route, method)
-            if unanswered is not None:
-                return unanswered
-            methods = index.methods(route)
-            known = ", ".join(methods[:KNOWN_SHOWN]) or "none"
-            if len(methods) > KNOWN_SHOWN:
-                known += f", … {len(methods) - KNOWN_SHOWN} more"
-            return f"no recorded {method} on {route} (recorded methods: {known})"
-        if index.last_for(key) is not None:
-            hint = f" ({self.reuse_hint})" if self.reuse_hint else ""
-            return (
-                f"every recorded {method} with these params on {route} was already answered{hint}"
-            )
-        nearest = self._nearest(method, params, candidates)
-        if not nearest and any(e.too_large(response=False) for e in candidates):
-            return (
-                f"a recorded {method} on {route} has params too large to parse, which are "
-                "never matched by params: serve it with --match method"
-            )
-        if not nearest:
-            return f"no recorded {method} with these params left on {route}"
-        return f"no recorded {method} with these params; nearest: {nearest}"
+        """Why nothing matched (`miss_explain.explain_miss`)."""
+        return explain_miss(self, route, method, params, key)
 
-    def _explain_scoped(
-        self, scope: CallScope, route: str, method: str, params: Any, key: Key
-    ) -> str:
-        """Why nothing recorded under the call in flight (or under no call) answers the
-        request: the call never sent the method, sent it fewer times, or with other params."""
-        recorded = "the recorded call" if scope.call is not None else "the recording"
-        if scope.call is None:
-            recorded += " (outside any tool call)"
-        candidates = self.index.same_method(route, method)
-        mine = scope.mine(candidates)
-        if not mine:
-            elsewhere = scope.recorded_under(candidates)[:3]
-            under = ", ".join(call.label for call in elsewhere)
-            where = f" (recorded under {under})" if under else ""
-            return f"{recorded} never sent {method}{where}; answered with an error"
-        used = [e for e in mine if e.number in self.index.used]
-        if self.index.last_for(key) in used:
-            return (
-                f"sent more often with these params than {recorded} sent it "
-                f"({len(mine)} time(s)); answered with an error"
-            )
-        nearest = self._nearest(method, params, mine)
-        said = f": {nearest}" if nearest else ""
-        return f"{recorded} sent {method} with other params{said}; answered with an error"
-
-    def _nearest(self, method: str, params: Any, candidates: list[RecordedExchange]) -> str:
-        """The (up to) three of ``candidates`` whose params are nearest ``params``, and
-        where each differs; empty when none can be compared."""
-        index = self.index
-        comparator = Comparator(float_tolerance=0.0, guids=self.guids, learn=False)
-        live = index.keyer.comparable_params(method, params, self.guids)
-        scored: list[tuple[int, int, str]] = []
-        for exchange in candidates[:NEAREST_SCAN]:
-            try:
-                recorded_params = exchange.request_obj().get("params") or {}
-            except (ValueError, AttributeError):
-                continue
-            recorded = index.keyer.comparable_params(method, recorded_params)
-            diffs = comparator.compare(recorded, live, method, root=("params",))
-            if self.redaction:
-                diffs = _redacted_differences(diffs)
-            if not diffs:
-                continue
-            where = diffs[0].describe()
-            more = f" and {len(diffs) - 1} more" if len(diffs) > 1 else ""
-            used = " (already used)" if exchange.number in index.used else ""
-            text = f"{exchange.label}{used} differs at {where}{more}"
-            scored.append((len(diffs), exchange.number, text))
-        scored.sort()
-        return "; ".join(text for _, _, text in scored[:3])
+    def misses(self) -> list[MissRecord]:
+        """The misses so far, as a report, a summary or a test's failure writes them: every
+        secret known by now hidden, those learned since a miss was made too (a placeholder
+        matched later in the run says what an earlier miss quoted was)."""
+        hide = self.redaction.scrub
+        return [
+            dataclasses.replace(miss, message=hide(miss.message), params=hide(miss.params))
+            for miss in self.report.misses
+        ]
 
     def learn_from_forward(self, forward: Forward, live_response: bytes) -> None:
         """A forwarded request had a recorded twin already used up: its recorded response and
@@ -406,20 +314,6 @@ class ReplayEngine:
             return  # not parsed: its GUIDs are not learned
         with contextlib.suppress(ValueError):
             self.guids.learn(recorded.response_obj(), json.loads(live_response))
-
-
-def _redacted_differences(diffs: list[Difference]) -> list[Difference]:
-    """``diffs`` of a trace recorded with ``--redact``, a recorded ``«redacted»`` read as the
-    wildcard it is: no difference where the live value fits it, and where it does not, the
-    live value (a secret, most likely) said as ``«redacted»`` too."""
-    kept: list[Difference] = []
-    for diff in diffs:
-        if isinstance(diff.recorded, str) and holds_placeholder(diff.recorded):
-            if wildcard_match(diff.recorded, diff.live) is not None:
-                continue
-            diff = Difference(diff.path, diff.recorded, REDACTED)
-        kept.append(diff)
-    return kept
 
 
 def summary(engine: ReplayEngine) -> dict[str, Any]:
@@ -435,7 +329,7 @@ def summary(engine: ReplayEngine) -> dict[str, Any]:
         "malformed": report.malformed,
         "recorded_new": report.recorded_new,
         "redacted_matches": report.redacted_matches,
-        "misses": [miss.to_json() for miss in report.misses],
+        "misses": [miss.to_json() for miss in engine.misses()],
         "unused": [_unused(e) for e in unused],
         "exchanges": len(engine.index.trace.exchanges),
     }

@@ -223,7 +223,7 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
 
 
 def _misses(engine: Any) -> list[dict[str, Any]]:
-    return [miss.to_json() for miss in engine.report.misses]
+    return [miss.to_json() for miss in engine.misses()]
 
 
 def _report(path: Path, checks: list[McpCheck], misses: list[str]) -> str:

@@ -387,7 +387,7 @@ def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
 def _misses(handle: GolemReplay) -> list[dict[str, Any]]:
     """The handle's misses so far, as the report lists them (its whole summary would read
     the trace for the unused exchanges' row numbers)."""
-    return [miss.to_json() for miss in handle.engine.report.misses]
+    return [miss.to_json() for miss in handle.engine.misses()]
 
 
 def _unused_exchanges(handle: GolemReplay) -> dict[int, RecordedExchange]:

@@ -134,11 +134,16 @@ class ReplayRedaction:
 
     def text(self, text: str) -> str:
         """``text`` (a message the replay prints or sends) with every known secret replaced."""
+        return str(self.scrub(text))
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` (JSON: a miss's text, the params it quotes) with every known secret
+        replaced in its strings; ``value`` itself is never modified."""
         echoes = self._frames.echoes
         if not echoes:
-            return text
-        scrubbed, _ = echoes.scrub(text)
-        return str(scrubbed)
+            return value
+        scrubbed, _ = echoes.scrub(value)
+        return scrubbed
 
     def frame(
         self, payload: bytes, message: Message, role: Role, method: Optional[str]

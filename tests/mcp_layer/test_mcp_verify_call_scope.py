@@ -92,3 +92,32 @@ def test_the_same_build_still_matches(recording: Path) -> None:
     done = mcp_verify(recording, "")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all 2 tool calls match" in done.stdout
+
+
+def test_a_request_recorded_without_an_answer_is_said_so(recording: Path, tmp_path: Path) -> None:
+    # The recording holds list_layers' scene.list_layers with no answer (dropped, never
+    # sent): the same build sends it, and the call is blamed for a request it did send.
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    asked = next(e for e in events if e.get("method") == "scene.list_layers" and e.get("dir"))
+    conn, n = asked["conn"], asked["n"]
+
+    def answer_of_it(event: dict[str, object]) -> bool:
+        if event.get("conn") != conn:
+            return False
+        if event.get("kind") == "frame":
+            return event.get("dir") == "s2c" and event.get("n") == n
+        return event.get("kind") == "exchange" and event.get("req") == n
+
+    cut = tmp_path / "cut.jsonl"
+    kept = [line for line, event in zip(lines, events) if not answer_of_it(event)]
+    assert len(kept) == len(lines) - 2
+    cut.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    done = mcp_verify(cut, "")
+    assert done.returncode == 1, done.stdout + done.stderr
+    listed = row(done.stdout, "list_layers")
+    assert "differs" in listed and "sent scene.list_layers {}" in listed
+    assert "recorded scene.list_layers on main (#" in listed
+    assert "has no answer in the recording to serve" in listed
+    assert "never sent" not in done.stdout
+    assert "match" in row(done.stdout, "create_layer")

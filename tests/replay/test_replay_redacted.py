@@ -15,7 +15,7 @@ import pytest
 
 from golem_proxy.live.redact import REDACTED
 from golem_proxy.recording.format import read_recording
-from golem_proxy.testing.client import GolemClient
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.pytester import plugin_args
 from tests.mcp_layer.mcp_helpers import call_tools, environment, wrapped
@@ -85,6 +85,32 @@ def test_replay_matches_a_redacted_value_and_prints_no_live_one(
     assert json.loads(exchange.response.payload)["result"]["full_path"] == REDACTED
     for text in (stderr, report.read_text(encoding="utf-8"), new.read_text(encoding="utf-8")):
         assert HIDDEN not in text
+
+
+def test_a_secret_learned_after_a_miss_leaves_that_miss_in_the_summary_and_report(
+    redacted_trace: Path, tmp_path: Path
+) -> None:
+    # The build renames the param first: a miss quoting the live value, before anything says
+    # it is a secret; then the recorded «redacted» matches it, and from then on it is one.
+    report = tmp_path / "report.json"
+    with replaying(str(redacted_trace), "--report", str(report)) as (process, ready):
+        with GolemClient(ready[1], int(ready[2])) as client:
+            # The client's own error quotes the value it sent (nothing said it was a secret
+            # yet): kept out of this test's output.
+            with pytest.raises(RhinoCommandError):
+                client.send_command("scene.create_layer", {"layer_name": SECRET})
+            served = client.send_command("scene.create_layer", {"name": SECRET})
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 0, stderr.replace(SECRET, REDACTED)
+    assert served["full_path"] == REDACTED
+    # Each check a bool: a failing one prints no text that may hold the secret.
+    written = report.read_text(encoding="utf-8")
+    [miss] = json.loads(written)["misses"]
+    hidden = f"differs at params.layer_name (absent vs '{REDACTED}')" in miss["message"]
+    assert hidden, "the miss quotes the live value"
+    on_stderr, in_report = HIDDEN in stderr, HIDDEN in written
+    assert not on_stderr and not in_report, "the secret is printed or written"
 
 
 GOLEM_TEST = f"""
