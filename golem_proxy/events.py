@@ -32,6 +32,7 @@ from .session_events import (
 )
 
 __all__ = [
+    "UPSTREAM_UNREACHABLE",
     "AnswerOf",
     "BytesDiscarded",
     "ConnectionClosed",
@@ -59,6 +60,11 @@ __all__ = [
     "ViolationSeen",
     "Where",
 ]
+
+UPSTREAM_UNREACHABLE = "upstream unreachable"
+"""How `FrameSeen.undelivered` begins for what a client sent on a connection whose upstream
+could not be reached (``upstream unreachable: connection refused``): the route was down for
+the call those bytes belong to, as for a connection that closed before a byte crossed it."""
 
 
 class Direction(enum.Enum):

@@ -19,7 +19,14 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
+from ..events import (
+    UPSTREAM_UNREACHABLE,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    UpstreamStatus,
+)
 from ..net.addresses import Route
 from ..net.listeners import connect, connect_reason, open_listener
 from .connection import Connection
@@ -274,7 +281,7 @@ class Proxy:
                         await gate.refused(exc)
             if conn.upstream is None:
                 conn.note(f"upstream {route.upstream} {unreachable}", True)
-                await self._unsent(conn, f"upstream unreachable: {unreachable}")
+                await self._unsent(conn, f"{UPSTREAM_UNREACHABLE}: {unreachable}")
                 conn.reset.add("client")
                 return
             await self._relay(conn)

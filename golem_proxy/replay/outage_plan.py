@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..events import (
+    UPSTREAM_UNREACHABLE,
     ConnectionClosed,
     ConnectionOpened,
     Direction,
@@ -159,6 +160,9 @@ class _RouteHistory:
 
     opened: dict[int, float] = field(default_factory=dict)
     closed: dict[int, float] = field(default_factory=dict)
+    unreachable: set[int] = field(default_factory=set)
+    """Open connections already counted as refused by what their client's bytes say
+    (`UPSTREAM_UNREACHABLE`)."""
     down: list[tuple[float, float]] = field(default_factory=list)
     """[down, back) spans; an outage with no ``back`` runs to the end."""
     _down_since: Optional[float] = None
@@ -303,6 +307,7 @@ class RouteHistories:
             history = self.routes[event.route]
             history.close(event.conn, event)
             history.closed[event.conn] = event.t
+            history.unreachable.discard(event.conn)
             opened = history.opened.get(event.conn)
             wrote = history.last_call.pop(event.conn, None)
             if event.gone_before_write and opened is not None and wrote is not None:
@@ -315,6 +320,13 @@ class RouteHistories:
         elif isinstance(event, FrameSeen) and event.direction is Direction.C2S:
             call = _the_call(event.tool_calls)
             history = self.routes[event.route]
+            refused = event.undelivered.startswith(UPSTREAM_UNREACHABLE)
+            if refused and call is not None and event.conn not in history.unreachable:
+                # Accepted while the plugin was down, what the call's server sent recorded:
+                # the route refused the call as a connection closed before a byte crossed
+                # it does (whose close names the call; this one's names none: bytes came).
+                history.unreachable.add(event.conn)
+                history.resets[call] += 1
             history.last_call[event.conn] = call
             history.request(event, call)
         elif isinstance(event, FrameSeen):
