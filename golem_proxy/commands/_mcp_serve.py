@@ -130,7 +130,7 @@ async def serve_forwarding(
                     ran = False
                     with trio.CancelScope(shield=True):
                         await observing.kill()
-                    _end_unrun(observing.record, proxy.now(), _ended(None))
+                    _end_unrun(observing.record, proxy.now(), ended[-1] if ended else _ended(None))
                 raise
             finally:
                 # The observing process decodes what is left, then its log catches up: each
@@ -192,6 +192,7 @@ async def _serve_hops(
     engine = config.options.intercept
     exited: Optional[int] = None
     stopped: list[int] = []
+    not_started = ""
     async with trio.open_nursery() as tasks:
         if hops.beside is not None:
             tasks.start_soon(hops.beside)
@@ -208,7 +209,11 @@ async def _serve_hops(
                     watch=hops.watch,
                     exit_timeout=plan.exit_timeout,
                 )
-                await relay.start()
+                try:
+                    await relay.start()
+                except ChildStartError as exc:
+                    not_started = str(exc)
+                    raise
                 _announce(console, bound, env, relay, config)
                 if commands is not None and engine is not None:
                     where = safe_text(str(commands.address))
@@ -217,7 +222,7 @@ async def _serve_hops(
                 tasks.start_soon(_forward_signals, signals, relay, stopped)
                 status = exited = await relay.run()
             finally:
-                hops.stop(_ended(exited, stopped))
+                hops.stop(_ended(exited, stopped, not_started))
             # Whatever the GOLEM connections still wait for, their reader was the server, now
             # gone: waiting for it (the drain timeout) would only keep a client that stops us
             # (SIGTERM, then SIGKILL 2 s later for the Python MCP SDK) waiting too.
@@ -227,10 +232,14 @@ async def _serve_hops(
     return status
 
 
-def _ended(status: Optional[int], stopped: Optional[list[int]] = None) -> str:
+def _ended(
+    status: Optional[int], stopped: Optional[list[int]] = None, not_started: str = ""
+) -> str:
     """How the session ended, as its ``session-end`` line says it: the server's exit
-    (`exit_status`: 128 + N for signal N), after the signal that stopped us if one did, or
-    the server not run or relayed to the end."""
+    (`exit_status`: 128 + N for signal N), after the signal that stopped us if one did; the
+    server that could not be started (``not_started``: why), or not relayed to the end."""
+    if not_started:
+        return f"the MCP server did not start: {not_started}"
     if status is None:
         return "stopped before the MCP server exited"
     exited = f"the MCP server exited with status {status}"

@@ -117,7 +117,8 @@ def test_a_command_that_cannot_start_is_one_line_and_exit_2(
         last = json.loads(record.read_text().splitlines()[-1])
         assert (last["kind"], last["reason"], last["exchanges"]) == (
             "session-end",
-            "stopped before the MCP server exited",
+            "the MCP server did not start: cannot start '/nonexistent/golem-mcp-server' "
+            "(No such file or directory)",
             0,
         )
 
