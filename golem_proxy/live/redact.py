@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["REDACTED", "REDACTED_ESCAPED", "Echoes", "Redactor", "parse_rule", "worth_chasing"]
+__all__ = [
+    "REDACTED",
+    "REDACTED_ESCAPED",
+    "Echoes",
+    "Redactor",
+    "parse_rule",
+    "strings_in",
+    "worth_chasing",
+]
 
 MIN_ECHO = 4
 """Redacted strings shorter than this are not searched for elsewhere."""
@@ -89,7 +97,7 @@ class Redactor:
             if not _has_path(result, rule.segments):
                 continue
             if found is not None:
-                found.extend(_strings(_values(result, rule.segments)))
+                found.extend(strings_in(_values(result, rule.segments)))
             result = _redacted(result, rule.segments)
             matched.append(rule.text)
         return result, tuple(matched)
@@ -343,7 +351,7 @@ def _values(node: Any, segments: tuple[str, ...]) -> list[Any]:
     return found
 
 
-def _strings(values: list[Any]) -> list[str]:
+def strings_in(values: list[Any]) -> list[str]:
     """Every string in ``values`` (inside containers too)."""
     out: list[str] = []
     stack = list(values)

@@ -91,13 +91,10 @@ class UnsentRead:
 
     async def __call__(self, fd: int) -> None:
         """Read from ``fd``, the client's socket (non-blocking). Never raises OSError."""
-        deadline = trio.current_time() + self.grace
-        with trio.move_on_at(deadline):
+        with trio.move_on_after(self.grace):
             while True:
-                # Checked at every chunk, not only when the socket is empty: a client that
+                # A checkpoint at every chunk, not only when the socket is empty: a client that
                 # keeps it full is stopped at the deadline too (trio cancels at checkpoints).
-                if trio.current_time() >= deadline:
-                    break
                 await trio.lowlevel.checkpoint()
                 want = min(self.limit - self.read, RECV_SIZE)
                 share = self.budget.take(want)

@@ -22,7 +22,7 @@ from golem_core.messages import Message, Role
 from golem_core.profiles import Profile
 
 from ..live.frame_redaction import FrameRedaction, RedactedFrame
-from ..live.redact import REDACTED, REDACTED_ESCAPED, Redactor
+from ..live.redact import REDACTED, REDACTED_ESCAPED, Redactor, strings_in
 from .matching import canonical_dumps
 
 __all__ = ["ReplayRedaction", "holds_placeholder", "wildcard_match"]
@@ -53,7 +53,7 @@ def wildcard_match(recorded: Any, live: Any) -> Optional[list[str]]:
         old, new = stack.pop()
         if isinstance(old, str) and holds_placeholder(old):
             if old in _PLACEHOLDERS:
-                found.extend(_strings(new))
+                found.extend(strings_in([new]))
                 continue
             if not isinstance(new, str):
                 return None
@@ -81,20 +81,6 @@ def _params(obj: Any) -> Any:
     reads them)."""
     params = obj.get("params") if isinstance(obj, dict) else None
     return params if isinstance(params, dict) else {}
-
-
-def _strings(value: Any) -> list[str]:
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found.append(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 class ReplayRedaction:

@@ -14,23 +14,10 @@ import pytest
 from golem_proxy.testing.pytester import plugin_args
 
 from .mcp_helpers import ROOT, recorded_session
+from .session_fixture_run import CALLS, write_test
 
 pytest_plugins = ["pytester"]
 PLUGIN = plugin_args()
-CALLS = [("list_layers", {}), ("create_layer", {"name": "A"}), ("layer_report", {"name": "B"})]
-
-SESSION_TEST = f"""
-import sys
-import pytest
-
-sys.path.insert(0, {str(ROOT / "tests" / "mcp_layer")!r})
-from mcp_helpers import SERVER_COMMAND, call_tools, environment
-
-@pytest.mark.golem_mcp_session("session.jsonl", command=SERVER_COMMAND, IGNORE)
-def test_layers(golem_mcp_session):
-    outcomes = call_tools(golem_mcp_session.command, environment(), {CALLS!r})
-    assert [failed for failed, _ in outcomes] == [False, False, False]
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -41,11 +28,6 @@ def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return recorded_session(tmp_path_factory.mktemp("described") / "session.jsonl", CALLS)
-
-
-def write_test(pytester: pytest.Pytester, recording: Path, ignore: str = "") -> None:
-    (pytester.path / "session.jsonl").write_bytes(recording.read_bytes())
-    pytester.makepyfile(test_mcp=SESSION_TEST.replace("IGNORE", ignore))
 
 
 def test_a_build_whose_tools_list_changed_fails_naming_the_tool(
