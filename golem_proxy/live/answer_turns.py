@@ -1,4 +1,5 @@
-"""When an answer the proxy makes in the plugin's place (``--fault error``) may go to the client.
+"""When an answer the proxy makes in the plugin's place (``--fault error``, an ``--intercept``
+answer typed by hand) may go to the client.
 
 A client that pipelines its requests and reads the answers in order, as GOLEM's does, pairs
 the n-th answer it reads with its n-th request, whatever the answer holds. An error the proxy
@@ -15,7 +16,8 @@ A protocol whose clients pair replies by id (`Profile.replies_by_id`: MCP) needs
 answers go at once, since one held behind a request the server never answers (a call the
 client cancelled) would be held for good.
 
-`fault_relay` counts, asks, and hands `release` how to send.
+`fault_relay` counts, asks, and hands `release` how to send; `takes_turn` says which frames
+count.
 """
 
 from __future__ import annotations
@@ -24,9 +26,24 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Optional
 
+from golem_core.messages import ErrorResponse, Message, Notification, Request, Response
+
 from ..events import Direction
 
-__all__ = ["AnswerTurns"]
+__all__ = ["AnswerTurns", "takes_turn"]
+
+
+def takes_turn(direction: Direction, message: Optional[Message]) -> bool:
+    """Whether a frame of ``direction`` typed ``message`` takes a turn: a request its server
+    answers, or a server's answer (any frame of the server's but a request or notification of
+    its own). None: not typed (too costly to parse, or not read at all), and taken for what
+    most frames of its direction are: GOLEM's client sends only requests, its plugin only
+    answers."""
+    if message is None:
+        return True
+    if direction is Direction.C2S:  # a client's answer to a server's request takes none
+        return not isinstance(message, (Notification, Response, ErrorResponse))
+    return not isinstance(message, (Request, Notification))
 
 
 class AnswerTurns:
@@ -36,8 +53,9 @@ class AnswerTurns:
     def __init__(self, by_position: bool) -> None:
         self.by_position = by_position
         """The client pairs answers by their order (`Profile.replies_by_id` False)."""
-        self._held: deque[tuple[int, bytes]] = deque()
-        """Each answer held, with the number of requests forwarded before it."""
+        self._held: deque[tuple[int, bytes, str]] = deque()
+        """Each answer held, with the number of requests forwarded before it and what made it
+        (``--fault error``, ``--intercept``)."""
         self.asked = 0
         """Requests forwarded to the plugin so far, each of which it answers."""
         self.answered = 0
@@ -48,7 +66,7 @@ class AnswerTurns:
     def __len__(self) -> int:
         return len(self._held)
 
-    def hold(self, reply: bytes) -> Optional[int]:
+    def hold(self, reply: bytes, made_by: str) -> Optional[int]:
         """Hold ``reply``, made for the request read now, if it must wait: then the number of
         answers the client reads before it (the plugin's still to come for the requests
         forwarded before it, and the proxy's held before it), and it goes when `due` says so.
@@ -59,7 +77,7 @@ class AnswerTurns:
         if not (waits or self._held):
             return None
         waits += len(self._held)
-        self._held.append((self.asked, reply))
+        self._held.append((self.asked, reply, made_by))
         return waits
 
     def took(self, direction: Direction) -> None:
@@ -75,7 +93,7 @@ class AnswerTurns:
         still goes before any held after it)."""
         if not self._held:
             return None
-        before, reply = self._held[0]
+        before, reply, _ = self._held[0]
         return reply if self.ended or before <= self.answered else None
 
     def went(self) -> None:
@@ -97,8 +115,12 @@ class AnswerTurns:
 
     def not_sent(self) -> Optional[str]:
         """What the close of a connection that ended with answers held says of them."""
-        held = len(self._held)
-        if not held:
+        if not self._held:
             return None
-        what = "answer" if held == 1 else "answers"
-        return f"{held:,} {what} of --fault error not sent: the connection ended first"
+        counts: dict[str, int] = {}
+        for _, _, made_by in self._held:  # in order: the first made names the first count
+            counts[made_by] = counts.get(made_by, 0) + 1
+        parts = [f"{count:,} of {made_by}" for made_by, count in counts.items()]
+        first = next(iter(counts.values()))
+        parts[0] = parts[0].replace(" of ", " answer of " if first == 1 else " answers of ", 1)
+        return f"{' and '.join(parts)} not sent: the connection ended first"

@@ -39,7 +39,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, InterceptKind
 from .action_events import ActionEvents
-from .answer_turns import AnswerTurns
+from .answer_turns import AnswerTurns, takes_turn
 from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
@@ -88,8 +88,10 @@ class FaultRelay:
         """The `LOST` step of a response held by ``--intercept`` (detail, method), said once
         the answer is recorded: the server sent it all the same, and its flow needs it,
         marked undelivered."""
-        self.turns = AnswerTurns(faults is not None and not profile.replies_by_id)
-        """``--fault error``'s answers waiting for the plugin's to earlier requests."""
+        made = faults is not None or intercept is not None
+        self.turns = AnswerTurns(made and not profile.replies_by_id)
+        """The answers the proxy made (``--fault error``, ``--intercept``) waiting for the
+        plugin's to earlier requests."""
         self._answer = functools.partial(self._send, Direction.S2C)
         """Sends an answer the proxy made (`AnswerTurns.release`)."""
         self._pumped: set[Direction] = set()
@@ -324,18 +326,31 @@ class FaultRelay:
                 self._unrecorded(direction, ruling.learned)
                 frame = self._framed(ruling.payload)
             going = await self._faulted(direction, frame, sent_at)
-        # After the frame, so that the event lands on the flow it decided.
-        self.actions.step(
-            direction, ruling.kind, ruling.detail, ruling.method, ruling.withheld, ruling
-        )
-        if going and isinstance(decision, Answer):
+        detail, reply, waits = ruling.detail, None, None
+        if isinstance(decision, Answer):
             reply = self._framed(ruling.payload)
+            # In its turn, as a fault's answer: after the plugin's to the requests before it.
+            waits = self.turns.hold(reply.raw, "--intercept")
+            if waits is not None:
+                answers = "answer" if waits == 1 else "answers"
+                detail += f"; its answer waits for {waits:,} earlier {answers}"
+        # After the frame, so that the event lands on the flow it decided.
+        self.actions.step(direction, ruling.kind, detail, ruling.method, ruling.withheld, ruling)
+        if going and reply is not None and waits is None:
             going = await self._send(Direction.S2C, reply.raw, frame=reply)
         # An answer of the plugin's, decided on: it took its turn all the same.
         decided = direction is Direction.S2C and isinstance(decision, (Drop, Answer))
-        if going and decided and self.faults and self.faults.takes_turn(direction, frame.payload):
+        if going and decided and self._takes_turn(direction, frame):
             going = await self._took_turn(direction)
         return going
+
+    def _takes_turn(self, direction: Direction, frame: Frame) -> bool:
+        """Whether ``frame``, decided on or sent, takes a turn (`AnswerTurns`), as the faults
+        type it or else as the intercept read it."""
+        if self.faults is not None:
+            return self.faults.takes_turn(direction, frame.payload)
+        typed = self.intercept.typed[direction] if self.intercept is not None else None
+        return takes_turn(direction, typed)
 
     async def _withheld(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> None:
         """Record a request the proxy withholds (a fault, an intercept), after what its
@@ -369,7 +384,14 @@ class FaultRelay:
         """Apply the faults decided for one frame (``sent_at``: see `_send`); without
         ``--fault``, send it."""
         if self.faults is None:
-            return await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
+            # Counted as the faults count (``--intercept`` may answer a request in its turn).
+            turn = self.turns.by_position and self._takes_turn(direction, frame)
+            if turn and direction is Direction.C2S:
+                self.turns.took(direction)
+            going = await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
+            if going and turn and direction is Direction.S2C:
+                going = await self._took_turn(direction)
+            return going
         # One copy of the wire bytes: `_act` hands the tap the frame decoded here when the
         # fault sends these very bytes (``action.data is raw``), so it is not decoded again.
         raw = frame.raw
@@ -415,7 +437,7 @@ class FaultRelay:
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
                 # In its turn: after the plugin's answers to the requests sent before it.
-                earlier = self.turns.hold(action.reply)
+                earlier = self.turns.hold(action.reply, "--fault error")
                 if earlier is not None:
                     action.answer_waits(earlier)
                 self.actions.faults(direction, action)

@@ -17,12 +17,8 @@ from typing import Any, Optional
 
 from golem_core.framing import Framing
 from golem_core.messages import (
-    ErrorResponse,
     Malformed,
     Message,
-    Notification,
-    Request,
-    Response,
     Role,
 )
 from golem_core.pairing import Correlator
@@ -30,6 +26,7 @@ from golem_core.profiles import GOLEM, Profile
 
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
+from .answer_turns import takes_turn
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
 from .frame_id import ID_WITHIN, UNKNOWN, id_of_bytes
 from .frame_redaction import values_replaced
@@ -190,7 +187,7 @@ class ConnectionFaults:
         """`FrameAction.turn` of a frame no fault decides on (``--intercept`` answered or
         dropped it); a server's frame is paired as a decided one is."""
         message, _ = self.inspect(direction, payload)
-        return _takes_turn(direction, message)
+        return takes_turn(direction, message)
 
     def forwarded_request(self, message: Message, method: Optional[str]) -> None:
         """Remember a request that reached the upstream, to name the method of its answer."""
@@ -201,7 +198,7 @@ class ConnectionFaults:
         length of its header (the payload follows it). Mutates nothing but the generators,
         the `times` counters and the pairing."""
         message, elided, method = self._typed(direction, payload)
-        action = FrameAction(raw, method, turn=_takes_turn(direction, message))
+        action = FrameAction(raw, method, turn=takes_turn(direction, message))
         rng = self._rng[direction]
         matching = [
             (index, rule)
@@ -320,16 +317,6 @@ class ConnectionFaults:
 
 
 _WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
-
-
-def _takes_turn(direction: Direction, message: Optional[Message]) -> bool:
-    """`FrameAction.turn` of a frame of ``direction`` typed ``message`` (None: too costly to
-    parse, and taken for what most frames of its direction are)."""
-    if message is None:
-        return True
-    if direction is Direction.C2S:  # a client's answer to a server's request takes none
-        return not isinstance(message, (Notification, Response, ErrorResponse))
-    return not isinstance(message, (Request, Notification))
 
 
 def _describe(message: Optional[Message], method: Optional[str], size: int, ident: Any) -> str:

@@ -226,6 +226,10 @@ class ConnectionIntercept:
         self.route = route
         self._index = {Direction.C2S: 0, Direction.S2C: 0}
         self._holding = {Direction.C2S: 0, Direction.S2C: 0}
+        self.typed: dict[Direction, Optional[Message]] = {Direction.C2S: None, Direction.S2C: None}
+        """The message of the frame of each direction `hold` read last (None: not read, or too
+        costly to read): whether it takes a turn where a client pairs answers by their order
+        (`answer_turns.takes_turn`)."""
         self.gone: Optional[str] = None
         """Why the connection is ending, when the relay knows (``the client reset the
         connection``): what the `LOST` event of a frame held then says."""
@@ -257,6 +261,7 @@ class ConnectionIntercept:
         before the cancellation goes on. ``watch`` runs while the frame is held (the relay
         watches there for a client that goes away, and cancels the connection if it does)."""
         engine = self.engine
+        self.typed[direction] = None
         if engine.filter is None and not self._redaction:
             # Nothing to hold: no parsing on the forwarding path. A response whose request
             # went by now is seen without it if a filter is set later. (With ``--redact``
@@ -271,6 +276,7 @@ class ConnectionIntercept:
             # no filter, known to the pairing as a frame not seen.
             self._requests.unobserved(direction)
             return None
+        self.typed[direction] = message
         frame = FrameSeen(
             conn=self.conn,
             route=self.route,
@@ -331,6 +337,7 @@ class ConnectionIntercept:
         ruling = dataclasses.replace(self._ruling(held, what), learned=held.view.learned)
         if not isinstance(ruling.decision, (Drop, Answer)):
             sent = profile.parse(ruling.payload, role)  # whole: nothing elided any more
+            self.typed[direction] = sent  # what goes on takes the turn, edited or not
             forwarded = dataclasses.replace(frame, payload=ruling.payload, message=sent, elided=0)
             self._forwarded(direction, sent, forwarded)
             if isinstance(ruling.decision, Edit):  # the tap redacts what was sent

@@ -28,19 +28,19 @@ def _released(turns: AnswerTurns) -> list[bytes]:
 
 def test_an_answer_goes_at_once_when_nothing_waits_before_it() -> None:
     turns = AnswerTurns(by_position=True)
-    assert turns.hold(b"a") is None
+    assert turns.hold(b"a", "--fault error") is None
     turns.asked += 1
     turns.took(Direction.S2C)  # the plugin answered it
-    assert turns.hold(b"b") is None
+    assert turns.hold(b"b", "--fault error") is None
     assert len(turns) == 0
 
 
 def test_answers_wait_for_as_many_answers_as_requests_before_them_and_keep_their_order() -> None:
     turns = AnswerTurns(by_position=True)
     turns.asked += 1
-    assert turns.hold(b"a") == 1  # one answer of the plugin's before it
+    assert turns.hold(b"a", "--fault error") == 1  # one answer of the plugin's before it
     turns.asked += 1
-    assert turns.hold(b"b") == 3  # two of the plugin's, and a
+    assert turns.hold(b"b", "--fault error") == 3  # two of the plugin's, and a
     assert _released(turns) == []
     turns.took(Direction.S2C)  # whatever id it carries: the client takes it for the first request's
     assert _released(turns) == [b"a"]
@@ -51,10 +51,10 @@ def test_answers_wait_for_as_many_answers_as_requests_before_them_and_keep_their
 def test_an_answer_being_sent_keeps_a_later_one_behind_it() -> None:
     turns = AnswerTurns(by_position=True)
     turns.asked += 1
-    assert turns.hold(b"a") == 1
+    assert turns.hold(b"a", "--fault error") == 1
     turns.took(Direction.S2C)
     assert turns.due() == b"a"  # being sent: still held
-    assert turns.hold(b"b") == 1  # so b goes after it, not at once
+    assert turns.hold(b"b", "--fault error") == 1  # so b goes after it, not at once
     turns.went()
     assert _released(turns) == [b"b"]
 
@@ -62,17 +62,29 @@ def test_an_answer_being_sent_keeps_a_later_one_behind_it() -> None:
 def test_once_the_plugins_side_ended_nothing_waits() -> None:
     turns = AnswerTurns(by_position=True)
     turns.asked += 1
-    assert turns.hold(b"a") == 1
+    assert turns.hold(b"a", "--fault error") == 1
     turns.end()
     assert _released(turns) == [b"a"]
     turns.asked += 1
-    assert turns.hold(b"b") is None
+    assert turns.hold(b"b", "--fault error") is None
+
+
+def test_answers_not_sent_are_counted_by_what_made_them() -> None:
+    turns = AnswerTurns(by_position=True)
+    assert turns.not_sent() is None
+    turns.asked += 2
+    turns.hold(b"a", "--intercept")
+    turns.hold(b"b", "--fault error")
+    turns.hold(b"c", "--fault error")
+    assert turns.not_sent() == (
+        "1 answer of --intercept and 2 of --fault error not sent: the connection ended first"
+    )
 
 
 def test_clients_that_pair_replies_by_id_get_them_at_once() -> None:
     turns = AnswerTurns(by_position=False)
     turns.asked += 1  # a call the server may never answer (cancelled)
-    assert turns.hold(b"a") is None
+    assert turns.hold(b"a", "--fault error") is None
     assert len(turns) == 0
 
 
