@@ -12,6 +12,7 @@ from ..replay.call_scope import summary_of
 from ..replay.live_targets import TargetLost
 from ..replay.mcp_verify import McpCheck, McpVerifyResult
 from ..replay.route_addresses import RouteAddresses
+from ..replay.standin_notes import played_lines
 from ..terminal import safe_text
 
 __all__ = ["render", "report_json"]
@@ -23,7 +24,9 @@ def report_json(
     outages: list[dict[str, Any]],
     addresses: RouteAddresses,
     lost: Optional[TargetLost] = None,
+    played: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
+    played = played or {}
     return {
         "ok": result.ok and lost is None,
         "target_lost": lost.to_json() if lost is not None else None,
@@ -35,6 +38,8 @@ def report_json(
         "first_non_json": result.first_non_json or None,
         "standin_misses": misses,
         "standin_outage": outages,
+        "standin_late": played.get("late", []),
+        "standin_idle_close": played.get("idle_close", []),
         "route_addresses": addresses.to_json(),
         "exit_status": result.exit_status,
     }
@@ -47,6 +52,7 @@ def render(
     outages: Optional[list[dict[str, Any]]] = None,
     addresses: Optional[RouteAddresses] = None,
     lost: Optional[TargetLost] = None,
+    played: Optional[dict[str, Any]] = None,
 ) -> None:
     """The table (tool, #, outcome, first difference), what else went wrong, what matched
     only with the route addresses swapped, a summary (none when a live plugin went away
@@ -59,6 +65,8 @@ def render(
     for check in result.checks:
         if not check.ok:
             verdict, said = Text("differs", "red"), check.first_difference()
+            if check.cause is not None:  # what may explain it comes first
+                said = f"{check.cause}: {said}"
         elif check.not_compared is not None:
             verdict, said = Text("not compared", "yellow"), check.not_compared
         elif check.notes:
@@ -66,6 +74,8 @@ def render(
             verdict, said = Text("match", "green"), f"told, not failing: {noted}"
         else:
             verdict, said = Text("match", "green"), ""
+        if check.played:  # why a recorded failure matched: the stand-in played it so
+            said = "; ".join([*([said] if said else []), *check.played])
         table.add_row(
             Text(safe_text(check.name)),
             "" if check.number is None else str(check.number),
@@ -84,6 +94,8 @@ def render(
         )
     if outages:
         console.print(Text(_outage_text(outages), "yellow"))
+    for line in played_lines(played or {}):
+        console.print(Text(safe_text(line), "yellow"))
     mapped = [check for check in result.checks if check.route_addresses]
     if mapped and addresses is not None:
         console.print(Text(_addresses_text(mapped, addresses), "dim"))

@@ -31,6 +31,7 @@ from ..replay.call_scope import CallScopes
 from ..replay.diffing import Comparator
 from ..replay.engine import MissRecord, ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
+from ..replay.late_hold import LateHold
 from ..replay.live_redaction import LiveRedaction
 from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
@@ -41,6 +42,7 @@ from ..replay.outage_standin import AppliedOutage, OutageStandIn
 from ..replay.route_addresses import RouteAddresses
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
+from ..replay.standin_notes import explain, idle_json, late_json
 from ._bound_routes import client_environment
 from ._common import CommandError, print_error, reading
 from ._comparing import add_comparison_arguments, comparator_from
@@ -97,6 +99,7 @@ class _Run:
     plan: OutagePlan
     trace: ExchangeTrace
     scopes: CallScopes
+    late: LateHold
     comparator: Comparator
     target: Optional[Address]
     gh_target: Optional[Address]
@@ -141,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         plan = histories.plan(script)
         trace = load_exchanges(args.file)
-        scopes = CallScopes.of(read_two_layers(args.file), trace)
+        layers = read_two_layers(args.file)
+        scopes = CallScopes.of(layers, trace)
+        late = LateHold.of(layers, trace)
         numbers = {index: call.number for index, call in scopes.calls.items()}
     if not script.tool_calls:
         raise CommandError(f"{args.file}: no tool calls to verify")
@@ -152,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         plan,
         trace,
         scopes,
+        late,
         comparator,
         args.target,
         args.gh_target,
@@ -162,16 +168,18 @@ def run(args: argparse.Namespace) -> int:
         {"--target": args.target, "--gh-target": args.gh_target}, len(script.tool_calls)
     )
     try:
-        result, misses, applied = trio.run(_verify, job, live)
+        result, misses, standin = trio.run(_verify, job, live)
     finally:
         trace.close()
-    outages = _outages(job, applied)
+    outages = _outages(job, standin.applied)
+    played = _played(job, standin, result)
     addresses = comparator.addresses
     lost = live.lost
     if args.json:
-        print(json_text(report_json(result, misses, outages, addresses, lost), indent=2))
+        report = report_json(result, misses, outages, addresses, lost, played)
+        print(json_text(report, indent=2))
     else:
-        render(result, misses, Console(highlight=False), outages, addresses, lost)
+        render(result, misses, Console(highlight=False), outages, addresses, lost, played)
     if lost is not None:
         went = (
             f"mcp-verify: the live plugin at {lost.address} ({lost.option}) went away during "
@@ -197,7 +205,7 @@ def _not_played(lost: TargetLost) -> str:
 
 async def _verify(
     job: _Run, live: LiveTargets
-) -> tuple[McpVerifyResult, list[dict[str, Any]], list[AppliedOutage]]:
+) -> tuple[McpVerifyResult, list[dict[str, Any]], OutageStandIn]:
     unreachable = await live.unreachable()
     if unreachable is not None:
         option, address, reason = unreachable
@@ -207,7 +215,7 @@ async def _verify(
     engine = engine_for(job.trace, ReplayOptions(reuse_hint=None))
     listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
     # The stand-in answers from the recording, and plays its outages as they were.
-    standin = OutageStandIn(ReplayServer(engine, listen), listen, job.plan)
+    standin = OutageStandIn(ReplayServer(engine, listen), listen, job.plan, job.late)
 
     async def before_step(step: ClientStep) -> None:
         # The stand-in serves the call in flight its own recorded exchanges (`call_scope`);
@@ -249,7 +257,7 @@ async def _verify(
     if failed is not None:
         raise CommandError(f"mcp-verify: {failed}")
     _blame(result, engine.misses())
-    return result, _misses(engine), standin.applied
+    return result, _misses(engine), standin
 
 
 def _blame(result: McpVerifyResult, misses: list[MissRecord]) -> None:
@@ -292,13 +300,29 @@ def _misses(engine: ReplayEngine) -> list[dict[str, Any]]:
     return [miss.to_json() for miss in engine.misses()]
 
 
-def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
-    """The tool calls during which the stand-in played a route's outage, on the routes the
-    server was pointed at it (a live plugin given for a channel plays none)."""
-    live = {
+def _played(job: _Run, standin: OutageStandIn, result: McpVerifyResult) -> dict[str, Any]:
+    """What the stand-in played of the recording's late answers and idle closes, on the
+    routes the server was pointed at it, said on the calls (`standin_notes.explain`) and
+    listed: ``late`` and ``idle_close``."""
+    live = _live_routes(job)
+    idle = [item for item in standin.idle_closed if not live.get(item.route, False)]
+    explain(result.tool_checks, job.late, idle, job.numbers)
+    tools = {step.index: step.tool or "?" for step in job.script.tool_calls}
+    return {"late": late_json(job.late), "idle_close": idle_json(idle, job.numbers, tools)}
+
+
+def _live_routes(job: _Run) -> dict[str, bool]:
+    """Which GOLEM routes go to a live plugin (``--target``, ``--gh-target``)."""
+    return {
         GOLEM.channels[0]: job.target is not None,
         GOLEM.channels[1]: job.gh_target is not None,
     }
+
+
+def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
+    """The tool calls during which the stand-in played a route's outage, on the routes the
+    server was pointed at it (a live plugin given for a channel plays none)."""
+    live = _live_routes(job)
     tools = {step.index: step.tool for step in job.script.tool_calls}
     return [
         {

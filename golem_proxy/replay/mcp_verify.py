@@ -67,6 +67,14 @@ class McpCheck:
     (the stand-in had no answer of the call's for them), in words: each fails the call,
     whatever its result (a build that now deletes objects and ignores the error would pass
     against the stand-in, and delete them against Rhino)."""
+    played: list[str] = field(default_factory=list)
+    """What the stand-in played during this call as the recording's marks say it happened
+    (an answer marked late sent after the call returned, a connection the proxy closed for
+    ``--idle-timeout`` closed before it), in words (`standin_notes`)."""
+    cause: Optional[str] = None
+    """On a check that differs: what the recording's marks say the recorded call met that the
+    stand-in could not play as it was, in words (`standin_notes`): said ahead of the
+    difference, which it may explain; it still fails."""
 
     @property
     def ok(self) -> bool:
@@ -108,6 +116,10 @@ class McpCheck:
             data["route_addresses"] = list(self.route_addresses)
         if self.sent_unrecorded:
             data["sent_unrecorded"] = list(self.sent_unrecorded)
+        if self.played:
+            data["played"] = list(self.played)
+        if self.cause is not None:
+            data["cause"] = self.cause
         return data
 
 

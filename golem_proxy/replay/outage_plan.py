@@ -25,7 +25,11 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   naming the requests it never answered, decided by the tap): the server read the end of
   the stream instead of the answer, and what it wrote on that connection afterwards was
   refused with a reset (the connection's ``close``, abnormal, after request frames later than
-  the end) or not (a clean close after them).
+  the end) or not (a clean close after them);
+* a connection the proxy itself closed once it sat idle for ``--idle-timeout`` (its
+  ``close`` line's reason, `closed_by_proxy`): no outage, but the server's next call found it
+  closed, so the stand-in closes the route's open connections as the first tool call after
+  that close begins.
 
 A request frame counts as having reached the plugin unless the recording says otherwise: one
 marked ``undelivered`` (decided by the forwarding side: its write failed, or the plugin had
@@ -50,6 +54,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..analysis.proxy_closes import closed_by_proxy
 from ..events import (
     UPSTREAM_UNREACHABLE,
     ConnectionClosed,
@@ -107,6 +112,11 @@ class RouteOutage:
     ends: tuple[PluginEnd, ...] = ()
     """Where the plugin went away in the middle of the call, owing it answers (``end``
     lines): the stand-in leaves those requests unanswered and ends its side."""
+    idle_closed: int = 0
+    """Connections of the route the proxy closed for ``--idle-timeout`` since the call
+    before began (no outage: the plugin was there): the stand-in closes the route's open
+    connections as the call begins, as the proxy closed them, so the server's next write
+    meets a closed connection, as it did."""
 
     @property
     def is_outage(self) -> bool:
@@ -170,6 +180,8 @@ class _RouteHistory:
     _spans: list[tuple[float, float]] = field(default_factory=list)
     _went: list[float] = field(default_factory=list)
     _closes: list[float] = field(default_factory=list)
+    idle_closes: list[float] = field(default_factory=list)
+    """When the proxy closed one of the route's connections for ``--idle-timeout``."""
     last_call: dict[int, Optional[CallKey]] = field(default_factory=dict)
     """Per connection, the call its last request frame names alone (None: none, several)."""
     dead: dict[CallKey, float] = field(default_factory=dict)
@@ -261,6 +273,14 @@ class _RouteHistory:
         self._closes = sorted(
             max(t, self.opened[conn]) for conn, t in self.closed.items() if conn in self.opened
         )
+        self.idle_closes.sort()
+
+    def idle_closed_within(self, start: float, end: float) -> int:
+        """How many of the route's connections the proxy closed for ``--idle-timeout`` after
+        ``start`` and at or before ``end`` (`settle` first)."""
+        return bisect.bisect_right(self.idle_closes, end) - bisect.bisect_right(
+            self.idle_closes, start
+        )
 
     def upstream(self, event: UpstreamStatus) -> None:
         if not event.up and self._down_since is None:
@@ -308,6 +328,8 @@ class RouteHistories:
             history.close(event.conn, event)
             history.closed[event.conn] = event.t
             history.unreachable.discard(event.conn)
+            if closed_by_proxy(event):
+                history.idle_closes.append(event.t)
             opened = history.opened.get(event.conn)
             wrote = history.last_call.pop(event.conn, None)
             if event.gone_before_write and opened is not None and wrote is not None:
@@ -406,4 +428,15 @@ def _route_outage(
     # Only a connection open before the call began was left by the plugin before it wrote.
     dead = history.dead.get(call, math.inf) < start
     ends = tuple(history.ends.get(call, ()))
-    return RouteOutage(drop_open=gone, resets=resets, refused=down, reset_open=dead, ends=ends)
+    # A close the proxy made while the server sat between calls (or during the call before,
+    # on a connection that call left idle) is played as this call begins: the server wrote
+    # nothing there since, or the connection would not have been idle.
+    idle = history.idle_closed_within(before, start)
+    return RouteOutage(
+        drop_open=gone,
+        resets=resets,
+        refused=down,
+        reset_open=dead,
+        ends=ends,
+        idle_closed=idle,
+    )

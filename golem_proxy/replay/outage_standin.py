@@ -13,7 +13,10 @@ server's next write meets a reset, as it did; and where the plugin went away in 
 the call, owing it answers, the requests it left unanswered (matched as the replay engine
 matches them) get none, and the connection's sending side ends once they came, so the server
 reads the end of the stream; its later bytes there meet a reset, as the proxy refused them.
-Otherwise a connection is the replay server's to answer. A call made during an outage so
+A connection the proxy closed for ``--idle-timeout`` before a call is closed as that call
+begins (cleanly, as the proxy closed it), so the server's next write finds it closed.
+Otherwise a connection is the replay server's to answer, an answer the recording marks late
+held until its call has returned (`late_hold`). A call made during an outage so
 never takes a later recorded answer of its method, and the calls after it get theirs.
 """
 
@@ -31,12 +34,13 @@ from ..net.addresses import Address
 from ..net.listeners import Listener, close_abortively, open_listener, reset_when_closed
 from .engine import Unanswered
 from .index import Key
+from .late_hold import LateHold
 from .matching import canonical_params
 from .mcp_script import ClientStep
 from .outage_plan import NO_OUTAGE, OutagePlan, PluginEnd, RouteOutage
 from .server import ReplayServer
 
-__all__ = ["AppliedOutage", "OutageStandIn"]
+__all__ = ["AppliedIdleClose", "AppliedOutage", "OutageStandIn"]
 
 RESET_WITHIN = 1.0
 """How long a connection to be reset waits for the server's first bytes (GOLEM's client
@@ -51,6 +55,20 @@ class AppliedOutage:
     """The call's request frame index on the MCP hop (`ClientStep.index`)."""
     route: str
     outage: RouteOutage
+
+
+@dataclass(frozen=True)
+class AppliedIdleClose:
+    """A tool call before which the stand-in closed a route's connections, as the proxy had
+    closed them for ``--idle-timeout`` (`RouteOutage.idle_closed`)."""
+
+    index: int
+    """The call's request frame index on the MCP hop (`ClientStep.index`)."""
+    route: str
+    recorded: int
+    """Connections the proxy closed so in the recording."""
+    closed: int
+    """Connections of the server's the stand-in had open, and closed."""
 
 
 @dataclass
@@ -83,12 +101,18 @@ class OutageStandIn:
     """Serves ``server`` on ``listen`` (route name → address), following ``plan``."""
 
     def __init__(
-        self, server: ReplayServer, listen: Mapping[str, Address], plan: OutagePlan
+        self,
+        server: ReplayServer,
+        listen: Mapping[str, Address],
+        plan: OutagePlan,
+        late: Optional[LateHold] = None,
     ) -> None:
         self.server = server
+        self.late = late if late is not None else LateHold({})
         self.listen = dict(listen)
         self.plan = plan
         self.applied: list[AppliedOutage] = []
+        self.idle_closed: list[AppliedIdleClose] = []
         self._routes: dict[str, _Route] = {}
         self._accepting: Optional[trio.Nursery] = None
         self._handlers: Optional[trio.Nursery] = None
@@ -116,6 +140,8 @@ class OutageStandIn:
         """Set the routes as they were when ``step`` was sent in the recording; for a step
         other than a tool call, only an unused count of resets is dropped. Raises
         ListenError when a route cannot listen again on its address."""
+        # The calls before this step have returned: the late answers held for them go first.
+        await self.late.release()
         plan = self.plan.for_step(step.index) if step.tool is not None else None
         for name, route in self._routes.items():
             # The proxy reset such a connection during the call that opened it, which has
@@ -129,7 +155,12 @@ class OutageStandIn:
             outage = plan.get(name, NO_OUTAGE)
             if outage.is_outage:
                 self.applied.append(AppliedOutage(step.index, name, outage))
-            if outage.drop_open or outage.reset_open:
+            if outage.idle_closed:
+                open_now = len(route.connections)
+                self.idle_closed.append(
+                    AppliedIdleClose(step.index, name, outage.idle_closed, open_now)
+                )
+            if outage.drop_open or outage.reset_open or outage.idle_closed:
                 await self._drop_connections(route, reset=outage.reset_open)
             route.ends = [self._end(name, end) for end in outage.ends]
             route.resets, route.refuse_after_resets = outage.resets, outage.refused
@@ -239,7 +270,8 @@ class OutageStandIn:
             route.connections[scope] = (stream, done)
             try:
                 overlay = partial(self._unanswered, route)
-                await self.server.serve_connection(route.name, stream, overlay)
+                hold = self.late.hold if self.late else None
+                await self.server.serve_connection(route.name, stream, overlay, hold)
             finally:
                 del route.connections[scope]
                 done.set()

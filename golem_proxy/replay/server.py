@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Mapping
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any, Callable, Optional, TypeVar
 
@@ -38,12 +39,15 @@ from ..terminal import counted, safe_text
 from .engine import Close, Forward, ReplayEngine, Reply, Unanswered
 from .row_numbers import number_all, row_label
 
-__all__ = ["ForwardError", "Overlay", "ReplayServer", "Sleep"]
+__all__ = ["ForwardError", "Hold", "Overlay", "ReplayServer", "Sleep"]
 
 Sleep = Callable[[float], Awaitable[None]]
 Overlay = Callable[[bytes], Optional[Unanswered]]
 """Asked first about each request payload of a connection: `Unanswered` where the plugin
 left it so (the engine then is not asked), None to let the engine decide."""
+Hold = Callable[[Reply], AbstractAsyncContextManager[None]]
+"""Entered around the writing of each reply of a connection (whose next requests wait behind
+it): a stand-in's way to send an answer when the recording says it came (`late_hold`)."""
 T = TypeVar("T")
 RECEIVE_SIZE = 65536
 FORWARD_FAILED_CODE = -32603
@@ -186,10 +190,15 @@ class ReplayServer:
                 await self._rows_read.wait()
 
     async def serve_connection(
-        self, route: str, stream: trio.abc.Stream, overlay: Optional[Overlay] = None
+        self,
+        route: str,
+        stream: trio.abc.Stream,
+        overlay: Optional[Overlay] = None,
+        hold: Optional[Hold] = None,
     ) -> None:
         """Answer one client connection on ``route`` until it closes (or must be closed);
-        ``overlay`` is asked about each request first."""
+        ``overlay`` is asked about each request first, ``hold`` entered around each reply
+        from the trace as it is written."""
         self.connections += 1
         decoder = self.profile.new_decoder(skip_oversized=False)
         upstream: Optional[_Upstream] = None
@@ -216,7 +225,7 @@ class ReplayServer:
                             await _end_sending(stream, reset_after=held.reset_after)
                             return
                         continue
-                    upstream, keep_open = await self._answer(route, stream, event, upstream)
+                    upstream, keep_open = await self._answer(route, stream, event, upstream, hold)
                     if not keep_open:
                         return
                 if not chunk:
@@ -231,14 +240,23 @@ class ReplayServer:
             self.connections -= 1
 
     async def _answer(
-        self, route: str, stream: trio.abc.Stream, frame: Frame, upstream: Optional[_Upstream]
+        self,
+        route: str,
+        stream: trio.abc.Stream,
+        frame: Frame,
+        upstream: Optional[_Upstream],
+        hold: Optional[Hold] = None,
     ) -> tuple[Optional[_Upstream], bool]:
         await self._rows_or_deadline()
         decision = self.engine.decide(route, frame.payload)
         if isinstance(decision, Reply):
             if decision.delay > 0:
                 await self.sleep(decision.delay)
-            await write_all(stream, decision.data)
+            if hold is None:
+                await write_all(stream, decision.data)
+            else:
+                async with hold(decision):
+                    await write_all(stream, decision.data)
             return upstream, True
         if isinstance(decision, Close):
             return upstream, False

@@ -323,3 +323,21 @@ def test_an_end_naming_a_request_of_no_one_call_plans_none() -> None:
     ambiguous = dataclasses.replace(_frame(2, 2.01, slow, 0), tool_calls=(_ref(slow), _ref(other)))
     events: list[Event] = [_opened(2, 1.0), ambiguous, _ended(2, 2.7, 0)]
     assert _plan([slow, other], events) == {}
+
+
+def test_a_connection_the_proxy_closed_while_idle_is_closed_before_the_next_call() -> None:
+    """The proxy's ``--idle-timeout`` close between two calls is played as the next call
+    begins, and is no outage; a close the proxy did not make is none of it."""
+    first, second, third = _call(3, "a", 1.0, 1.1), _call(5, "b", 3.0, 3.1), _call(7, "c", 5.0, 5.1)
+    idle = ConnectionClosed(conn=1, route="main", reason="idle for 1 s (--idle-timeout)", t=2.1)
+    events: list[Event] = [
+        _opened(1, 1.01),
+        _request(1, 1.02, first),
+        idle,
+        _opened(2, 3.01),
+        _request(2, 3.02, second),
+        dataclasses.replace(idle, conn=2, reason="client closed", t=4.0),
+    ]
+    plan = _plan([first, second, third], events)
+    assert plan == {5: {"main": RouteOutage(idle_closed=1)}}
+    assert not plan[5]["main"].is_outage

@@ -1,0 +1,169 @@
+"""``golem-proxy mcp-verify`` on a session whose recording holds a late GOLEM answer (the
+server gave up waiting, the plugin answered after) or a connection the proxy closed for
+``--idle-timeout``: the stand-in plays each as the recording's marks say it happened (the
+late answer sent once its call has returned, the idle connection closed before the call
+that met it), so the same build matches, and each row says what was played; a build that
+now waits longer than the plugin took differs with that cause named on its rows, in the
+table and in ``--json``; a build changed elsewhere still differs, named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
+
+from .late_session import SERVER as IN_ORDER
+from .late_session import late_answer_session
+from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, environment, wrapped
+from .test_mcp_verify_outage import _calls_around
+
+TIMEOUTS = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_timeouts.py")]
+
+
+def mcp_verify(record: Path, server: list[str], *args: str, **env: str) -> tuple[int, str]:
+    done: subprocess.CompletedProcess[str] = run_cli(
+        "mcp-verify", str(record), *args, "--", *server,
+        env=environment(COLUMNS="400", **env), timeout=120,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def rows(text: str) -> dict[str, str]:
+    """The table's rows by tool or method (the last row of a name wins)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[-1] != "difference":
+            found[words[0]] = line
+    return found
+
+
+@pytest.fixture(scope="module")
+def read_in_order(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """run_python's answer came late; the server kept its connection and read it as the next
+    call's (golem_mcp_server_in_order.py waits 0.5 s, the script takes 1.5 s)."""
+    folder = tmp_path_factory.mktemp("late")
+    record = folder / "session.jsonl"
+    with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
+        outcomes = late_answer_session(
+            wrapped(plugin, record, server=IN_ORDER), record, folder / "stderr"
+        )
+    assert outcomes[1][0] and "did not respond" in outcomes[1][1], outcomes
+    assert '"stdout": "late\\n"' in outcomes[2][1], outcomes
+    return record
+
+
+def test_the_same_build_matches_with_the_late_answer_sent_late(read_in_order: Path) -> None:
+    status, out = mcp_verify(read_in_order, IN_ORDER)
+    assert status == 0, out
+    assert "mcp-verify: all 5 tool calls match" in out
+    found = rows(out)
+    assert "the stand-in sent it once the call had returned, as recorded" in found["run_python"]
+    assert "came late: after its call returned" in found["run_python"]
+    assert "its recorded result is #" in found["create_layer"]
+    assert "1 recorded GOLEM answer(s) came late, after their call returned (#" in out
+
+    status, out = mcp_verify(read_in_order, IN_ORDER, "--json")
+    report = json.loads(out)
+    assert status == 0 and report["ok"] is True
+    [late] = report["standin_late"]
+    assert (late["tool"], late["method"], late["released_by"]) == (
+        "run_python",
+        "scripting.execute_python",
+        "call",
+    )
+    checks = {check["tool"]: check for check in report["checks"] if check["tool"]}
+    assert "as recorded" in checks["run_python"]["played"][0]
+    assert "cause" not in checks["run_python"]
+
+
+def test_a_build_that_waits_longer_differs_with_the_cause_named(read_in_order: Path) -> None:
+    """Waiting 5 s, longer than the plugin took (1.5 s): the stand-in sends the answer when
+    the plugin did, the build takes it in time, and the calls after read their own."""
+    status, out = mcp_verify(read_in_order, IN_ORDER, GOLEM_TEST_GIVE_UP="5")
+    assert status == 1, out
+    found = rows(out)
+    run_python = found["run_python"]
+    assert "differs" in run_python
+    assert (
+        "the stand-in held it as long, and this build's call was still waiting: it took the "
+        "answer the recorded call had given up on: result.content[0].text"
+    ) in run_python
+    assert "was handed its late answer in time" in found["create_layer"]
+    assert "4 of 5 tool calls differ: run_python" in out
+
+    status, out = mcp_verify(read_in_order, IN_ORDER, "--json", GOLEM_TEST_GIVE_UP="5")
+    report = json.loads(out)
+    assert status == 1 and report["differing"][0] == "run_python"
+    assert [late["released_by"] for late in report["standin_late"]] == ["latency"]
+    checks = {check["tool"]: check for check in report["checks"] if check["tool"]}
+    assert "this build's call was still waiting" in checks["run_python"]["cause"]
+    assert checks["run_python"]["differences"]
+
+
+def test_a_server_that_drops_the_connection_matches_too(tmp_path: Path) -> None:
+    """The server closes its connection when it gives up: the late answer, sent once the call
+    returned, meets a closed connection, as it did."""
+    record = tmp_path / "r.jsonl"
+    delay = ("--fault", "delay:ms=1500,method=scene.create_layer,dir=c2s,times=1")
+    with PluginProcess(seed=8) as plugin:
+        outcomes = call_tools(
+            wrapped(plugin, record, *delay, "--fault-seed", "1", server=TIMEOUTS),
+            environment(),
+            [("create_layer_within", {"name": "Late", "seconds": 0.3}), ("list_layers", {})],
+        )
+    assert [failed for failed, _ in outcomes] == [True, False], outcomes
+    status, out = mcp_verify(record, TIMEOUTS)
+    assert status == 0, out
+    assert "as recorded" in rows(out)["create_layer_within"]
+
+
+@pytest.fixture(scope="module")
+def cut_while_idle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    record = tmp_path_factory.mktemp("idle") / "session.jsonl"
+    with PluginProcess(seed=7) as plugin:
+        outcomes = _calls_around(
+            wrapped(plugin, record, "--idle-timeout", "1"),
+            [("list_layers", {})],
+            lambda: time.sleep(1.8),  # the server's connection sits idle past the timeout
+            [("create_layer", {"name": "after"}), ("list_layers", {})],
+        )
+    assert [failed for failed, _ in outcomes] == [False, True, False], outcomes
+    return record
+
+
+def test_the_same_build_matches_with_the_idle_connection_closed(cut_while_idle: Path) -> None:
+    status, out = mcp_verify(cut_while_idle, SERVER_COMMAND)
+    assert status == 0, out
+    assert "mcp-verify: all 3 tool calls match" in out
+    assert "no recorded answer" not in out
+    assert (
+        "the proxy had closed the server's idle GOLEM connection on main before this call "
+        "(--idle-timeout); the stand-in closed it there too"
+    ) in rows(out)["create_layer"]
+
+    status, out = mcp_verify(cut_while_idle, SERVER_COMMAND, "--json")
+    report = json.loads(out)
+    assert status == 0 and report["ok"] is True and report["standin_misses"] == []
+    assert report["standin_outage"] == []  # the plugin was there all along
+    [closed] = report["standin_idle_close"]
+    assert (closed["tool"], closed["route"], closed["recorded"], closed["closed"]) == (
+        "create_layer",
+        "main",
+        1,
+        1,
+    )
+
+
+def test_a_changed_build_still_differs_and_is_named(cut_while_idle: Path) -> None:
+    status, out = mcp_verify(cut_while_idle, SERVER_COMMAND, GOLEM_TEST_SERVER_VARIANT="changed")
+    assert status == 1, out
+    assert "mcp-verify: 2 of 3 tool calls differ: list_layers" in out
+    assert "match" in rows(out)["create_layer"]
