@@ -18,6 +18,7 @@ __all__ = [
     "MCP_RULES",
     "R_ANSWER_OF_ANOTHER",
     "R_ARGUMENTS",
+    "R_ARGUMENTS_UNCHECKED",
     "R_CONTENT",
     "R_INITIALIZE_FIRST",
     "R_LATE_ANSWER",
@@ -47,6 +48,13 @@ R_ARGUMENTS = Rule(
     "mcp.tools-call.arguments",
     Severity.ERROR,
     "`tools/call` arguments validate against the tool's `inputSchema` from `tools/list`.",
+    f"{_SPEC} § Tools, Calling tools",
+)
+R_ARGUMENTS_UNCHECKED = Rule(
+    "mcp.tools-call.arguments-unchecked",
+    Severity.WARNING,
+    "`tools/call` arguments are checked against every part of the tool's `inputSchema`: a "
+    "regular expression of it that runs past the time allowed leaves them unchecked there.",
     f"{_SPEC} § Tools, Calling tools",
 )
 R_UNDECLARED_ARGUMENT = Rule(
@@ -98,6 +106,7 @@ MCP_RULES = (
     R_INITIALIZE_FIRST,
     R_UNIQUE_ID,
     R_ARGUMENTS,
+    R_ARGUMENTS_UNCHECKED,
     R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     R_CONTENT,

@@ -2,7 +2,8 @@
 `golem_core.mcp_rules` over the flows of the MCP routes, in order, plus what needs a JSON
 Schema implementation: a ``tools/call``'s arguments against its tool's ``inputSchema`` from
 the recorded ``tools/list`` (the `jsonschema` library), and the arguments it names that the
-schema does not declare (valid JSON Schema, and dropped unread by the server).
+schema does not declare (valid JSON Schema, and dropped unread by the server). A schema with
+a regular expression is applied in a worker process, within a deadline (`bounded_schema`).
 
 The JSON-RPC envelope of every MCP message is the `mcp` profile's to check (the ``jsonrpc.*``
 rules), as `audit.audit` re-checks each flow with its route's profile.
@@ -14,19 +15,14 @@ is the session order per connection, the tools listed, and the calls made before
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import jsonschema
-
 from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
     R_ANSWER_OF_ANOTHER,
-    R_ARGUMENTS,
     R_STDOUT,
-    R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     SessionOrder,
     content_violations,
@@ -36,14 +32,15 @@ from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FrameSeen
 from .audit import Finding
+from .bounded_schema import BoundedSchemas
 from .flows import Flow
 from .late_answers import late_violation
+from .schema_checks import argument_problems, new_validator, undeclared, uses_regex
 from .tool_calls import attribution_refs
 
 __all__ = ["MAX_PENDING", "McpAuditor"]
 
 MAX_PENDING = 10_000
-MAX_SCHEMA_ERRORS = 10
 TOOLS_LIST = "tools/list"
 _NOT_JSON_RPC = (
     MalformedKind.INVALID_UTF8,
@@ -85,8 +82,14 @@ class McpAuditor:
         self.routes = frozenset(routes)
         self.live = live
         """Following a session as it runs (live/mcp_rules_live.py): a tool whose schema holds
-        a regular expression is left to `check` (`_uses_regex`)."""
+        a regular expression is left to `check` (`uses_regex`). Applied in the worker process
+        of `BoundedSchemas`, it would hold the observing process up to its deadline per call,
+        far past the ~60 ms the recording may trail the wire (and in one process, the
+        forwarding too)."""
         self._regex_tools: frozenset[str] = frozenset()
+        self._bounded: Optional[BoundedSchemas] = None
+        """Where `check` applies the schemas with regular expressions, started at the first
+        call of such a tool."""
         self._orders: dict[int, SessionOrder] = {}
         self._schemas: Optional[dict[str, Any]] = None
         self._validators: dict[str, Any] = {}
@@ -113,9 +116,16 @@ class McpAuditor:
 
     def finish(self) -> list[Finding]:
         """Calls still waiting at the end: without a ``tools/list`` there is no schema to
-        check them against, so nothing is reported for them."""
+        check them against, so nothing is reported for them. Stops the worker process of
+        the schemas with regular expressions."""
         self._pending.clear()
+        self.close()
         return []
+
+    def close(self) -> None:
+        """Stop the worker process of the schemas with regular expressions, if one runs."""
+        if self._bounded is not None:
+            self._bounded.close()
 
     @property
     def pending(self) -> int:
@@ -226,8 +236,7 @@ class McpAuditor:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 schemas[tool["name"]] = tool.get("inputSchema")
         self._schemas = schemas
-        if self.live:
-            self._regex_tools = frozenset(n for n, schema in schemas.items() if _uses_regex(schema))
+        self._regex_tools = frozenset(n for n, schema in schemas.items() if uses_regex(schema))
         waiting, self._pending = self._pending, []
         return [finding for call in waiting for finding in self._check_call(call)]
 
@@ -237,37 +246,30 @@ class McpAuditor:
             text = f"no tool {call.tool[:60]!r} in the recorded tools/list"
             yield self._at(violation(R_UNKNOWN_TOOL, text, "$.params.name"), call)
             return
-        if not call.whole or call.tool in self._regex_tools:
+        schema = self._schemas.get(call.tool)
+        if not call.whole or (self.live and call.tool in self._regex_tools):
             return
-        for problem in self._schema_problems(call.tool, call.arguments):
-            yield self._at(problem, call)
-        for problem in _undeclared(call.tool, self._schemas.get(call.tool), call.arguments):
+        if call.tool in self._regex_tools and isinstance(schema, dict):
+            if self._bounded is None:
+                self._bounded = BoundedSchemas()
+            found = self._bounded.problems(call.tool, schema, call.arguments, call.flow)
+        else:
+            found = self._schema_problems(call.tool, schema, call.arguments)
+            found += undeclared(call.tool, schema, call.arguments)
+        for problem in found:
             yield self._at(problem, call)
 
-    def _schema_problems(self, tool: str, arguments: Any) -> list[Violation]:
-        schema = self._schemas.get(tool) if self._schemas is not None else None
+    def _schema_problems(self, tool: str, schema: Any, arguments: Any) -> list[Violation]:
         if not isinstance(schema, dict):
             return []  # no schema to hold the arguments to (the listing's own business)
-        try:
-            validator = self._validators.get(tool)
-            if validator is None:
-                cls = jsonschema.validators.validator_for(schema)
-                cls.check_schema(schema)
-                validator = self._validators[tool] = cls(schema)
-            errors = list(_first(validator.iter_errors(arguments), MAX_SCHEMA_ERRORS))
-        except jsonschema.exceptions.SchemaError as exc:
-            text = f"the tool's inputSchema is not a valid JSON Schema ({exc.message[:120]})"
-            return [violation(R_ARGUMENTS, text, "$.params.arguments")]
-        except Exception as exc:
-            # A recorded schema must never stop check: an unresolvable $ref, a pattern the
-            # regex engine refuses, a schema nested too deep cannot be applied, and that is
-            # itself worth saying.
-            text = f"the tool's inputSchema cannot be applied ({type(exc).__name__})"
-            return [violation(R_ARGUMENTS, text, "$.params.arguments")]
-        return [
-            violation(R_ARGUMENTS, error.message[:200], _json_path(error.absolute_path))
-            for error in errors
-        ]
+
+        def validator() -> Any:
+            made = self._validators.get(tool)
+            if made is None:
+                made = self._validators[tool] = new_validator(schema)
+            return made
+
+        return argument_problems(validator, arguments)
 
     def _at(self, found: Violation, call: _Call) -> Finding:
         return Finding(found, call.flow, call.conn, TOOLS_CALL, Direction.C2S.value, SOURCE)
@@ -276,125 +278,6 @@ class McpAuditor:
         return Finding(found, flow.number, flow.conn, flow.method, direction.value, SOURCE)
 
 
-def _undeclared(tool: str, schema: Any, arguments: Any) -> list[Violation]:
-    """The arguments' own properties that ``schema`` does not declare: valid JSON Schema,
-    and what a server whose schema says nothing of others (FastMCP's) drops unread
-    (GOLEM-3DMCP's ``create_box(length=2)`` made a box of the default depth). Nothing where
-    the schema says what becomes of others (``additionalProperties: false`` fails
-    `R_ARGUMENTS` already; true, or a schema, accepts them) or cannot be read here."""
-    if not isinstance(arguments, dict) or not arguments:
-        return []
-    declared = _declared(schema)
-    if declared is None:
-        return []
-    names, patterns = declared
-    found: list[Violation] = []
-    for name in arguments:
-        if name in names or any(_matches(pattern, name) for pattern in patterns):
-            continue
-        listed = ", ".join(sorted(names)) or "none"
-        text = (
-            f"{name[:60]!r} is not among the properties {tool[:60]}'s inputSchema declares "
-            f"({listed[:160]}): the server drops it unread, and the call runs without it"
-        )
-        found.append(violation(R_UNDECLARED_ARGUMENT, text, _json_path([name])))
-        if len(found) >= MAX_SCHEMA_ERRORS:
-            break
-    return found
-
-
-_COMPOSED = ("allOf", "anyOf", "oneOf")
-_UNREADABLE = (
-    "$ref",
-    "$dynamicRef",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "if",
-    "then",
-    "else",
-    "not",
-    "dependentSchemas",
-    "dependencies",
-)
-"""Keywords of a schema that say what becomes of properties it does not list, or put its
-properties where this does not look (a reference, a conditional branch, a schema that
-applies when another property is there): no warning from such a schema."""
-
-
-def _declared(schema: Any) -> Optional[tuple[set[str], list[str]]]:
-    """The property names ``schema`` declares (at its top and in its ``allOf``, ``anyOf``,
-    ``oneOf``) and its ``patternProperties`` patterns; None when it declares none or its
-    `_UNREADABLE` keywords leave others to it."""
-    parts = [schema]
-    if isinstance(schema, dict):
-        for keyword in _COMPOSED:
-            branches = schema.get(keyword)
-            parts += branches if isinstance(branches, list) else []
-    names: set[str] = set()
-    patterns: list[str] = []
-    listed = False
-    for part in parts:
-        if not isinstance(part, dict) or any(keyword in part for keyword in _UNREADABLE):
-            return None
-        properties = part.get("properties")
-        if isinstance(properties, dict):
-            listed = True
-            names.update(key for key in properties if isinstance(key, str))
-        pattern_properties = part.get("patternProperties")
-        if isinstance(pattern_properties, dict):
-            listed = True
-            patterns += [key for key in pattern_properties if isinstance(key, str)]
-    return (names, patterns) if listed else None
-
-
-def _matches(pattern: str, name: str) -> bool:
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return True  # a pattern Python cannot read may well match: no warning on a guess
-
-
 def _id_key(ident: Any) -> tuple[str, Any]:
     # 1 and "1" are different JSON-RPC ids.
     return (type(ident).__name__, ident)
-
-
-def _first(errors: Iterator[Any], limit: int) -> Iterator[Any]:
-    for count, error in enumerate(errors):
-        if count >= limit:
-            return
-        yield error
-
-
-def _json_path(parts: Any) -> str:
-    path = "$.params.arguments"
-    for part in parts:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
-
-
-_REGEX_KEYWORDS = frozenset(("pattern", "patternProperties"))
-_SCHEMA_NODES = 10_000
-"""Values of a schema looked through for a regular expression; past it, one is assumed."""
-
-
-def _uses_regex(schema: Any) -> bool:
-    """Whether ``schema`` holds a regular expression to match (``pattern``,
-    ``patternProperties``) anywhere, or is too large to tell (`_SCHEMA_NODES`). Python's
-    regular expressions cannot be stopped once running, and one that backtracks (``^(a+)+$``
-    against 30 ``a`` and a ``!``) runs for minutes: on the observing process, a server's
-    listing would stall the session's observation (in one process, its forwarding too). So
-    while the session runs such a tool's arguments are not checked; `check` checks them."""
-    todo, seen = [schema], 0
-    while todo:
-        node = todo.pop()
-        seen += 1
-        if seen > _SCHEMA_NODES:
-            return True
-        if isinstance(node, dict):
-            if _REGEX_KEYWORDS.intersection(node):
-                return True
-            todo.extend(node.values())
-        elif isinstance(node, list):
-            todo.extend(node)
-    return False

@@ -152,9 +152,9 @@ def test_while_the_session_runs_a_tool_whose_schema_holds_a_regex_is_left_to_che
 
 
 def test_a_regex_anywhere_in_a_schema_or_one_too_large_to_look_through_counts() -> None:
-    from golem_proxy.analysis.mcp_audit import _uses_regex
+    from golem_proxy.analysis.schema_checks import uses_regex
 
-    assert not _uses_regex({"type": "object", "properties": {"a": {"type": "string"}}})
-    assert _uses_regex({"anyOf": [{"type": "integer"}, {"patternProperties": {"^x": {}}}]})
-    assert _uses_regex({"$defs": {"id": {"pattern": "^[0-9]+$"}}, "$ref": "#/$defs/id"})
-    assert _uses_regex({"enum": list(range(20_000))})  # too large to tell
+    assert not uses_regex({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert uses_regex({"anyOf": [{"type": "integer"}, {"patternProperties": {"^x": {}}}]})
+    assert uses_regex({"$defs": {"id": {"pattern": "^[0-9]+$"}}, "$ref": "#/$defs/id"})
+    assert uses_regex({"enum": list(range(20_000))})  # too large to tell

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -132,3 +133,68 @@ def start_piped(
         cwd=ROOT,
         env=environment(),
     )
+
+
+_LISTING_SERVER = """
+import json, sys
+TOOLS = json.loads(%s)
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "t"}}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    else:
+        result = {"content": [{"type": "text", "text": "ok"}], "isError": False}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def listing_server(tools: Sequence[dict[str, Any]]) -> str:
+    """The Python source of a stdio MCP server that lists ``tools`` and answers every call
+    with one text block, for `recorded_listing`."""
+    return _LISTING_SERVER % repr(json.dumps(list(tools)))
+
+
+def recorded_listing(record: Path, server: str, calls: Sequence[Call]) -> Path:
+    """Make ``calls`` through ``golem-proxy mcp --record`` to ``server`` (Python source run
+    with ``-c``: a server that lists the tools a test needs), each answered before the next,
+    from a hand-written client that initializes and lists the tools first; no plugin behind
+    (the GOLEM routes point at the discard port). Returns ``record``."""
+    command = [
+        sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
+        "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
+        "--", sys.executable, "-c", server,
+    ]  # fmt: skip
+    messages: list[dict[str, Any]] = [
+        {"id": 0, "method": "initialize", "params": {"capabilities": {}}},
+        {"method": "notifications/initialized"},
+        {"id": 1, "method": "tools/list"},
+    ]
+    messages += [
+        {"id": 2 + at, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        for at, (name, arguments) in enumerate(calls)
+    ]
+    process = start_piped(command)
+    watchdog = threading.Timer(60, process.kill)  # a hung server fails the test, not the run
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        for message in messages:
+            process.stdin.write(rpc_line(message))
+            process.stdin.flush()
+            while "id" in message:
+                line = process.stdout.readline()
+                assert line, "the server stopped answering"
+                if json.loads(line).get("id") == message["id"]:
+                    break
+        process.stdin.close()
+        assert process.wait() == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.wait()
+    return record

@@ -7,8 +7,6 @@ made a box of the default depth). Where the schema forbids others it is the erro
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import pytest
 
 from tests.support.cli_helpers import run_cli
 
-from .mcp_helpers import environment, recorded_session, start_piped
+from .mcp_helpers import environment, listing_server, recorded_listing, recorded_session
 
 UNDECLARED = "mcp.tools-call.undeclared-argument"
 
@@ -47,9 +45,7 @@ def test_an_argument_a_fastmcp_tool_does_not_declare_is_a_warning(tmp_path: Path
     assert UNDECLARED in shown.stdout
 
 
-# A server listing tools whose schemas say what becomes of a property they do not list.
-SERVER = """
-import json, sys
+# Tools whose schemas say what becomes of a property they do not list.
 OBJECT = {"type": "object", "properties": {"a": {"type": "integer"}}}
 TOOLS = [
     {"name": "closed", "inputSchema": {**OBJECT, "additionalProperties": False}},
@@ -60,20 +56,7 @@ TOOLS = [
         "then": {"properties": {"b": {"type": "integer"}}}}},
     {"name": "dependent", "inputSchema": {**OBJECT,
         "dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}}}}},
-]
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    method = message.get("method")
-    if method == "initialize":
-        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "t"}}
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    else:
-        result = {"content": [{"type": "text", "text": "ok"}], "isError": False}
-    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
-"""
+]  # fmt: skip
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("closed", {"a": 1, "b": 2}),  # forbidden: the arguments error, no warning besides
@@ -89,40 +72,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 @pytest.fixture(scope="module")
 def schemas(tmp_path_factory: pytest.TempPathFactory) -> Path:
     record = tmp_path_factory.mktemp("undeclared") / "schemas.jsonl"
-    command = [
-        sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
-        "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
-        "--", sys.executable, "-c", SERVER,
-    ]  # fmt: skip
-    messages: list[dict[str, Any]] = [
-        {"id": 0, "method": "initialize", "params": {"capabilities": {}}},
-        {"method": "notifications/initialized"},
-        {"id": 1, "method": "tools/list"},
-    ]
-    messages += [
-        {"id": 2 + at, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-        for at, (name, arguments) in enumerate(CALLS)
-    ]
-    process = start_piped(command)
-    watchdog = threading.Timer(60, process.kill)  # a hung server fails the test, not the run
-    watchdog.start()
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        for message in messages:
-            process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-            process.stdin.flush()
-            while "id" in message:
-                line = process.stdout.readline()
-                assert line, "the server stopped answering"
-                if json.loads(line).get("id") == message["id"]:
-                    break
-        process.stdin.close()
-        assert process.wait() == 0
-    finally:
-        watchdog.cancel()
-        process.kill()
-        process.wait()
-    return record
+    return recorded_listing(record, listing_server(TOOLS), CALLS)
 
 
 def test_what_the_schema_says_of_other_properties_decides(schemas: Path) -> None:
