@@ -54,6 +54,7 @@ from .mcp_script import NoMcpLayer, read_script
 from .mcp_verify import McpCheck
 from .server import ReplayServer
 from .setup import ReplayOptions, assign_routes, engine_for, recorded_rules
+from .state_order import warn_ahead
 from .tool_call_diff import compare_sessions
 
 __all__ = ["MARKER", "GolemMcpSession", "golem_mcp_session"]
@@ -235,6 +236,7 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
         runner.stop()
         follower.close()
         trace.close()
+    warn_ahead(engine.order, str(path))  # out of recorded order: a warning, not a miss
     verdict = session.judge()
     if verdict:
         pytest.fail(verdict, pytrace=False)
