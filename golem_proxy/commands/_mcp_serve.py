@@ -23,6 +23,7 @@ from golem_core.profiles import GOLEM, MCP
 
 from ..events import Event
 from ..live.attribution import ToolCallTracker
+from ..live.call_feed import CallFeed
 from ..live.console_socket import serve_console
 from ..live.intercept_console import InterceptConsole
 from ..live.proxy_options import BoundRoute
@@ -55,6 +56,8 @@ class ServerPlan:
     exit_timeout: float
     console: Optional[Address] = None
     """``--console unix:PATH``: where the intercept commands come (stdin is the client's)."""
+    call_feed: Optional[Address] = None
+    """``--call-feed unix:PATH``: the stand-in told each tool call (`CallFeed`)."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,10 @@ async def _serve_hops(
             tasks.start_soon(hops.beside)
         async with trio.open_nursery() as serving:
             bound = await serving.start(hops.serve)
+            feed = None
             try:
+                if plan.call_feed is not None:
+                    feed = await CallFeed.connect(plan.call_feed, hops.proxy.redactor)
                 env = child_environment(bound, plan.overrides, os.environ)
                 relay = StdioRelay(
                     plan.argv,
@@ -208,6 +214,7 @@ async def _serve_hops(
                     route=MCP_ROUTE,
                     watch=hops.watch,
                     exit_timeout=plan.exit_timeout,
+                    feed=feed,
                 )
                 try:
                     await relay.start()
@@ -222,6 +229,8 @@ async def _serve_hops(
                 tasks.start_soon(_forward_signals, signals, relay, stopped)
                 status = exited = await relay.run()
             finally:
+                if feed is not None:
+                    await feed.aclose()
                 hops.stop(_ended(exited, stopped, not_started))
             # Whatever the GOLEM connections still wait for, their reader was the server, now
             # gone: waiting for it (the drain timeout) would only keep a client that stops us

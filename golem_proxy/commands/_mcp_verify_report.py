@@ -13,6 +13,7 @@ from ..replay.live_targets import TargetLost
 from ..replay.mcp_verify import McpCheck, McpVerifyResult
 from ..replay.route_addresses import RouteAddresses
 from ..replay.standin_notes import played_lines
+from ..replay.state_order import ahead_lines
 from ..terminal import safe_text
 
 __all__ = ["render", "report_json"]
@@ -37,6 +38,7 @@ def report_json(
         "non_json_lines": result.non_json_lines,
         "first_non_json": result.first_non_json or None,
         "standin_misses": misses,
+        "standin_ahead": result.standin_ahead,
         "standin_outage": outages,
         "standin_late": played.get("late", []),
         "standin_idle_close": played.get("idle_close", []),
@@ -111,6 +113,11 @@ def render(
         )
         for miss in misses:
             console.print(Text("  " + _miss_text(miss)))
+    if result.standin_ahead:
+        # A warning, not a failure: the answer may not depend on what was not sent.
+        console.print(Text("the stand-in answered out of recorded order:", "yellow"))
+        for line in ahead_lines(result.standin_ahead):
+            console.print(Text("  " + safe_text(line)))
     if any(check.differences for check in result.checks):
         # The table is a preview: say so, and where the rest is.
         console.print(

@@ -91,6 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
         metavar="unix:PATH",
     )
+    add_address(
+        parser,
+        "--call-feed",
+        "tell a stand-in plugin listening on this Unix socket each tools/call before the "
+        "server reads it, and each answer, so that it serves every call the GOLEM exchanges "
+        "recorded under it (the golem_mcp_session fixture's)",
+        metavar="unix:PATH",
+    )
     add_observer(
         parser,
         default=CHILD_PROCESS,
@@ -121,7 +129,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("mcp: no server command", "give it after --: golem-proxy mcp -- CMD")
     _check_console(args.intercept, args.console)
     child = args.observer == CHILD_PROCESS
-    plan = ServerPlan(argv, _env_overrides(args.env), args.exit_timeout, args.console)
+    if args.call_feed is not None and not args.call_feed.is_unix:
+        raise CommandError(f"mcp --call-feed: {args.call_feed} is not unix:PATH")
+    plan = ServerPlan(
+        argv, _env_overrides(args.env), args.exit_timeout, args.console, args.call_feed
+    )
     # In one process the tracker annotates the routes' frames; with an observing process of
     # its own, that process makes the session's one tracker (live/layer_taps.py).
     tracker = None if child else ToolCallTracker(MCP)

@@ -257,6 +257,7 @@ async def _verify(
     if failed is not None:
         raise CommandError(f"mcp-verify: {failed}")
     _blame(result, engine.misses())
+    result.standin_ahead = engine.order.notes()
     return result, _misses(engine), standin
 
 

@@ -44,6 +44,7 @@ import trio
 from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
+from .call_feed import CallFeed
 from .proxy_options import new_tap
 from .relay import Proxy
 from .stdio_child import (
@@ -80,6 +81,7 @@ class StdioRelay:
         stdin_fd: int = 0,
         stdout_fd: int = 1,
         stderr_fd: int = 2,
+        feed: Optional[CallFeed] = None,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -89,6 +91,8 @@ class StdioRelay:
         self.watch = watch
         self.exit_timeout = exit_timeout
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
+        self.feed = feed
+        """``--call-feed``: told each tools/call before the server may read it."""
         self.process: Optional[PipedChild] = None
         self._ends = HopEnds()
         self._stop = SignalStop(self._ends, exit_timeout)
@@ -225,6 +229,8 @@ class StdioRelay:
                     self._ends.client_closes(exited=process.returncode is not None)
                     break
                 if delivering:
+                    if self.feed is not None:
+                        await self.feed.client_chunk(chunk)
                     delivering = await self._write_observed(tap, sink, chunk)
                 else:
                     # The child closed its stdin (or exited): what the client says from now
@@ -309,6 +315,8 @@ class StdioRelay:
                 if not chunk:
                     self._ends.output_ended = True
                     break
+                if self.feed is not None:
+                    await self.feed.server_chunk(chunk)
                 await self._deliver(tap, sink, chunk)
                 self._held = True  # waiting for the recording: not the client's idleness
                 try:

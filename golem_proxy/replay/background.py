@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Optional
+from collections.abc import Awaitable, Sequence
+from typing import Any, Callable, Optional
 
 import trio
 
@@ -19,8 +20,13 @@ __all__ = ["BackgroundReplay"]
 class BackgroundReplay:
     """``with BackgroundReplay(server) as bound:`` → route name → bound Address."""
 
-    def __init__(self, server: ReplayServer) -> None:
+    def __init__(
+        self, server: ReplayServer, beside: Sequence[Callable[..., Awaitable[Any]]] = ()
+    ) -> None:
+        """``beside``: tasks to run in the server's loop while it serves, each started
+        (``nursery.start``) before the server is ready."""
         self.server = server
+        self.beside = tuple(beside)
         self.bound: dict[str, Address] = {}
         self._thread: Optional[threading.Thread] = None
         self._ready = threading.Event()
@@ -51,6 +57,8 @@ class BackgroundReplay:
         self._token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
             self._cancel = nursery.cancel_scope
+            for task in self.beside:
+                await nursery.start(task)
             self.bound = await nursery.start(self.server.run)
             self._ready.set()
 

@@ -16,6 +16,7 @@ exchange outside any call: it is served as before, first come first served.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,17 +50,26 @@ class CallRef:
     arguments: Any
     index: int
     """Its request frame's index on the MCP hop (`ClientStep.index`)."""
+    recorded: bool = True
+    """False for a call made now that the recording does not have (the ``golem_mcp_session``
+    fixture's: its test's client decides what it calls); its ``number`` and ``index`` mean
+    nothing then."""
 
     @property
     def label(self) -> str:
+        if not self.recorded:
+            return f"{self.tool} (not in the recording)"
         return f"#{self.number} {self.tool}"
 
     def describe(self) -> str:
         """``#7 create_layer {"name": "x"}``."""
+        if not self.recorded:
+            return f"{self.tool} {summary_of(self.arguments)} (not in the recording)"
         return f"{self.label} {summary_of(self.arguments)}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"number": self.number, "tool": self.tool, "arguments": self.arguments}
+        number = self.number if self.recorded else None
+        return {"number": number, "tool": self.tool, "arguments": self.arguments}
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,11 @@ class CallScopes:
             for index, call in calls.items()
         }
         self.outside = CallScope(None, frozenset(), owners, frozenset(), row_owners)
+
+    def unrecorded(self, call: CallRef) -> CallScope:
+        """The scope of ``call``, made now and not in the recording: only the exchanges of
+        no call are its to take."""
+        return dataclasses.replace(self.outside, call=call)
 
     def for_index(self, index: Optional[int]) -> CallScope:
         """The scope of the tool call whose request frame is ``index``; the scope outside any

@@ -24,6 +24,7 @@ from .large_payloads import with_id
 from .matching import GuidMap, MatchMode, MissPolicy
 from .miss_explain import NEAREST_SCAN, explain_miss, explain_scoped
 from .redacted_values import ReplayRedaction, holds_placeholder, wildcard_match
+from .state_order import StateOrder
 
 __all__ = [
     "BUILTINS",
@@ -174,6 +175,9 @@ class ReplayEngine:
         (`call_scope`). None: any exchange is served, first come first served (``replay``).
         Ignored in sequence mode."""
         self._dispatcher = Dispatcher(profile=self.profile)
+        self.order = StateOrder(self.profile, index.trace.exchanges)
+        """The answers served ahead of a request recorded before them that changes state,
+        not sent yet (`state_order`): a warning, not a miss."""
 
     def decide(self, route: str, payload: bytes) -> Decision:
         """What to do with one request payload that arrived on ``route``. Never raises: a
@@ -220,6 +224,7 @@ class ReplayEngine:
             redacted = exchange is not None
         if exchange is not None:
             self.report.served += 1
+            self.order.served(exchange, self.index.used)
             if redacted and holds_placeholder(exchange.request):
                 self.report.redacted_matches += 1
             return Reply(self._answer(exchange, message.id), self._delay(exchange), exchange)
@@ -331,6 +336,7 @@ def summary(engine: ReplayEngine) -> dict[str, Any]:
         "redacted_matches": report.redacted_matches,
         "misses": [miss.to_json() for miss in engine.misses()],
         "unused": [_unused(e) for e in unused],
+        "ahead": engine.order.notes(),
         "exchanges": len(engine.index.trace.exchanges),
     }
 

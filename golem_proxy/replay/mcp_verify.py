@@ -133,6 +133,9 @@ class McpVerifyResult:
     first_non_json: str = ""
     exit_status: Optional[int] = None
     stderr_tail: str = ""
+    standin_ahead: list[dict[str, Any]] = field(default_factory=list)
+    """The stand-in's answers served ahead of a recorded request before them that changes
+    state, not sent (`state_order`): a warning, never a failure."""
     standin_misses: int = 0
     """GOLEM requests the stand-in had no recorded answer for: each fails the run (a build
     that sends what the recording never sent would send it to Rhino too)."""

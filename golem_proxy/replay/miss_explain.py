@@ -76,9 +76,12 @@ def explain_scoped(
     """Why nothing recorded under the call in flight (or under no call) answers the
     request: the call never sent the method, sent it with no answer recorded, sent it fewer
     times, or with other params."""
-    recorded = "the recorded call" if scope.call is not None else "the recording"
     if scope.call is None:
-        recorded += " (outside any tool call)"
+        recorded = "the recording (outside any tool call)"
+    elif not scope.call.recorded:
+        recorded = "no recorded call is this one, and outside any tool call the recording"
+    else:
+        recorded = "the recorded call"
     candidates = engine.index.same_method(route, method)
     mine = scope.mine(candidates)
     if not mine:

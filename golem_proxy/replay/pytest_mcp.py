@@ -9,10 +9,12 @@ the test's own MCP client, Rhino stood in by a recording, in the plugin's record
 recorded with both layers. After the test, by ``--golem-record``:
 
 * ``none`` (default): the wrapper's GOLEM side is a stand-in serving the recording's GOLEM
-  layer; every tool call the test made is compared with its like in the recording, aligned
-  as `diff` aligns them (GUID-aware, inside JSON text, ``ignore=`` paths left out as
-  ``TOOL:result.x``), and a difference, a GOLEM request the recording cannot answer, or a
-  missing recording fails the test;
+  layer, each tool call from the exchanges recorded under it (the wrapper tells it which
+  call is in flight: `call_follow`); every tool call the test made is compared with its
+  like in the recording, aligned as `diff` aligns them (GUID-aware, inside JSON text,
+  ``ignore=`` paths left out as ``TOOL:result.x``), and a difference, a GOLEM request the
+  recording cannot answer (named by the call that sent it), or a missing recording fails
+  the test;
 * ``new``: a missing recording is recorded from the live plugin (``--golem-live``); an
   existing one is checked as in ``none``;
 * ``all``: the session is recorded afresh from the live plugin, replacing the recording.
@@ -37,11 +39,14 @@ from typing import Any, Callable, Optional
 import pytest
 
 from ..analysis.trace import TraceError
-from ..analysis.two_layers import read_tool_calls
+from ..analysis.two_layers import read_tool_calls, read_two_layers
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from .background import BackgroundReplay
+from .call_follow import CallFollower
+from .call_scope import CallScopes
 from .diffing import Comparator
+from .engine import MissRecord
 from .index import load_exchanges
 from .matching import IgnoreRules
 from .mcp_descriptions import compare_descriptions, descriptions_text
@@ -49,6 +54,7 @@ from .mcp_script import NoMcpLayer, read_script
 from .mcp_verify import McpCheck
 from .server import ReplayServer
 from .setup import ReplayOptions, assign_routes, engine_for, recorded_rules
+from .state_order import warn_ahead
 from .tool_call_diff import compare_sessions
 
 __all__ = ["MARKER", "GolemMcpSession", "golem_mcp_session"]
@@ -124,9 +130,15 @@ def _live(config: pytest.Config) -> tuple[Address, Optional[Address]]:
 
 
 def _wrapper(
-    server: Sequence[str], record: str, main: Address, gh: Address, redact: Sequence[str]
+    server: Sequence[str],
+    record: str,
+    main: Address,
+    gh: Address,
+    redact: Sequence[str],
+    feed: Optional[Address] = None,
 ) -> list[str]:
     rules = [word for rule in redact for word in ("--redact", rule)]
+    rules += ["--call-feed", str(feed)] if feed is not None else []
     return [
         sys.executable,
         "-m",
@@ -187,20 +199,26 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
             float_tolerance=float(options.get("float_tolerance", 0.0)),
         )
         trace = load_exchanges(str(path))
-        recorded = read_tool_calls(str(path))
+        layers = read_two_layers(str(path))
+        recorded = layers.tool_calls
     except (OSError, RecordingError, TraceError) as exc:
         pytest.fail(f"golem_mcp_session: cannot read {path}: {exc}", pytrace=False)
     except ValueError as exc:
         pytest.fail(f"golem_mcp_session options: {exc}", pytrace=False)
     engine = engine_for(trace, ReplayOptions(reuse_hint=None))
-    runner = BackgroundReplay(ReplayServer(engine, assign_routes(trace, ANY_PORT, ANY_PORT)))
+    # The wrapper tells the stand-in each tool call as it passes: each is served the GOLEM
+    # exchanges recorded under it, never another call's (`call_follow`).
+    follower = CallFollower(engine, CallScopes.of(layers, trace))
+    server = ReplayServer(engine, assign_routes(trace, ANY_PORT, ANY_PORT))
+    runner = BackgroundReplay(server, beside=[follower.serve])
     bound = list(runner.start().values())
     # Recorded under the recording's rules: a failure's text quotes no value they kept out.
-    command = _wrapper(options["command"], written, bound[0], bound[-1], trace.header.redact)
+    redact = trace.header.redact
+    command = _wrapper(options["command"], written, bound[0], bound[-1], redact, follower.address)
     session = GolemMcpSession(command, str(path), "replay", written)
 
     def check() -> str:
-        misses = [f"  {m['route']} {m['method']}: {m['message']}" for m in _misses(engine)]
+        misses = [f"  {_miss_text(miss)}" for miss in engine.misses()]
         try:
             live = read_tool_calls(written)
             told = compare_descriptions(read_script(str(path)), read_script(written), comparator)
@@ -216,14 +234,20 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
         yield session
     finally:
         runner.stop()
+        follower.close()
         trace.close()
+    warn_ahead(engine.order, str(path))  # out of recorded order: a warning, not a miss
     verdict = session.judge()
     if verdict:
         pytest.fail(verdict, pytrace=False)
 
 
-def _misses(engine: Any) -> list[dict[str, Any]]:
-    return [miss.to_json() for miss in engine.misses()]
+def _miss_text(miss: MissRecord) -> str:
+    """A miss as the failure lists it: the call it came in, with its arguments, and what it
+    sent (`MissRecord.describe`); where calls overlapped, the request alone."""
+    if miss.scope is None:
+        return f"{miss.route} {miss.method}: {miss.message}"
+    return miss.describe()
 
 
 def _report(path: Path, checks: list[McpCheck], misses: list[str]) -> str:

@@ -65,6 +65,7 @@ from .setup import (
     recorded_rules,
     upstreams_for,
 )
+from .state_order import warn_ahead
 
 __all__ = ["GolemReplay", "GolemUnusedExchangesWarning", "golem_mcp_session"]
 
@@ -280,6 +281,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
             _store(str(path), record_path, mode, engine, kept)
     if kept is not None and handle._extra.get(_TEST_PASSED):
         pytest.fail(_kept_text(handle, kept), pytrace=False)
+    warn_ahead(engine.order, str(path))  # out of recorded order: a warning, not a miss
     _judge(request.config, handle, mode, bool(options.get("strict_unused", False)))
 
 

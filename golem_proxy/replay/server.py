@@ -38,6 +38,7 @@ from ..recording.format import RecordingWriter, write_private
 from ..terminal import counted, safe_text
 from .engine import Close, Forward, ReplayEngine, Reply, Unanswered
 from .row_numbers import number_all, row_label
+from .state_order import ahead_lines
 
 __all__ = ["ForwardError", "Hold", "Overlay", "ReplayServer", "Sleep"]
 
@@ -414,6 +415,8 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         )
     for miss in summary["misses"][:20]:
         lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")
+    # Answered out of recorded order: a warning (the answer may show state not made yet).
+    lines += [f"  {line}" for line in ahead_lines(summary.get("ahead", []))]
     for unused in summary["unused"][:20]:
         where = row_label(unused["number"], unused.get("file"))
         lines.append(f"  unused {where} {unused['route']} {unused['method']}")

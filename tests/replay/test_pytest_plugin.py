@@ -87,9 +87,11 @@ def test_new_mode_adds_missing_exchanges_from_the_live_plugin(pytester: pytest.P
     result.assert_outcomes(passed=1, warnings=1)
     exchanges = read_recording(str(trace)).exchanges()
     assert len(exchanges) == before + 1 and exchanges[-1].method == "scene.list_layers"
-    # Now the trace has it: replay only passes.
-    again = pytester.runpytest_subprocess(*PLUGIN)
-    again.assert_outcomes(passed=1, warnings=1)
+    # Now the trace has it: replay only passes. Appended last, it is answered ahead of the
+    # sphere recorded before it and never sent: a warning (docs/replay.md).
+    again = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
+    again.assert_outcomes(passed=1, warnings=2)
+    again.stdout.fnmatch_lines(["*main scene.list_layers ahead of #4 main geometry.create_sphere*"])
 
 
 def test_new_mode_needs_a_live_plugin(pytester: pytest.Pytester) -> None:
