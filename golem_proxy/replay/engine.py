@@ -24,7 +24,7 @@ from .large_payloads import with_id
 from .matching import GuidMap, MatchMode, MissPolicy
 from .miss_explain import NEAREST_SCAN, explain_miss, explain_scoped
 from .redacted_values import ReplayRedaction, holds_placeholder, wildcard_match
-from .state_order import StateOrder
+from .state_order import StateOrder, listed
 
 __all__ = [
     "BUILTINS",
@@ -335,21 +335,7 @@ def summary(engine: ReplayEngine) -> dict[str, Any]:
         "recorded_new": report.recorded_new,
         "redacted_matches": report.redacted_matches,
         "misses": [miss.to_json() for miss in engine.misses()],
-        "unused": [_unused(e) for e in unused],
+        "unused": [listed(e) for e in unused],
         "ahead": engine.order.notes(),
         "exchanges": len(engine.index.trace.exchanges),
     }
-
-
-def _unused(exchange: RecordedExchange) -> dict[str, Any]:
-    """A recorded exchange never used, as the report lists it: ``number`` is its row in its
-    recording as `show` numbers it, and ``file`` names that recording where several were
-    served as one."""
-    unused: dict[str, Any] = {
-        "number": exchange.row,
-        "route": exchange.route,
-        "method": exchange.method,
-    }
-    if exchange.file is not None:
-        unused["file"] = exchange.file
-    return unused

@@ -32,6 +32,7 @@ __all__ = [
     "StateOrder",
     "ahead_lines",
     "describe_ahead",
+    "listed",
     "reads_only",
     "warn_ahead",
 ]
@@ -66,7 +67,7 @@ class Ahead:
         return describe_ahead(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        return {"pending": _json(self.pending), "answered": [_json(e) for e in self.served]}
+        return {"pending": listed(self.pending), "answered": [listed(e) for e in self.served]}
 
 
 def describe_ahead(note: Mapping[str, Any]) -> str:
@@ -85,7 +86,10 @@ def _where(found: Mapping[str, Any]) -> str:
     return f"{row_label(found['number'], found.get('file'))} {found['route']} {found['method']}"
 
 
-def _json(exchange: RecordedExchange) -> dict[str, Any]:
+def listed(exchange: RecordedExchange) -> dict[str, Any]:
+    """A recorded exchange as replay's report lists it: ``number`` is its row in its
+    recording as `show` numbers it, and ``file`` names that recording where several were
+    served as one."""
     found: dict[str, Any] = {
         "number": exchange.row,
         "route": exchange.route,
