@@ -12,7 +12,6 @@ row and how views read it (`Flow`) is in `golem_proxy.analysis.flow`, re-exporte
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections import OrderedDict
 from typing import Callable, Optional, Union
@@ -44,12 +43,9 @@ from .connection_counts import ConnectionCounts
 from .flow import Flow
 from .proxy_closes import closed_by_proxy
 from .server_stderr import ServerStderrs
+from .settled_rows import SettledRows
 
 __all__ = ["ORPHAN_RULE", "Flow", "FlowTracker"]
-
-HOLD_BACK = 1024
-"""Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
-in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."""
 
 Key = tuple[int, Direction, int]
 """A frame's connection, direction and number."""
@@ -58,7 +54,7 @@ ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
 
-class FlowTracker:
+class FlowTracker(SettledRows):
     """Builds flows and per-connection counters (`ConnectionCounts`) from events, in arrival
     order.
 
@@ -173,56 +169,6 @@ class FlowTracker:
         self.events_missed += getattr(event, "count", 0)
         return None
 
-    def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
-        """Remove and return, in number order, the settled flows (answered, never to be
-        answered, a framing error, a gap) that no older flow still in flight holds back,
-        except ``touched``: the flow of the last event, which the events right after it may
-        still add to (a notification's violations, a framing error's). Rows keep their order
-        (a tool call before the GOLEM flows it caused) as long as at most `HOLD_BACK` settled
-        rows wait behind one in flight; past that the oldest settled go on ahead of it, so
-        what is held is bounded whatever the trace. Without ``keep`` only."""
-        ready = self._ready
-        oldest = next(iter(self._by_request.values()), None)
-        limit = oldest.number if oldest is not None else self.created + 1
-        taken: list[Flow] = []
-        while ready and (ready[0][0] < limit or len(ready) > HOLD_BACK):
-            flow = ready[0][1]
-            if flow is touched:
-                break
-            heapq.heappop(ready)
-            self._ready_numbers.discard(flow.number)
-            taken.append(flow)
-        return taken
-
-    def holds(self, flow: Flow) -> bool:
-        """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
-        return flow.pending or flow.number in self._ready_numbers
-
-    def take_rest(self, ended: bool = True) -> list[Flow]:
-        """Every flow not handed on yet, settled or still waiting for an answer, in number
-        order (what a trace read to its end leaves: those waiting say the recording ended,
-        `end_input`, unless not ``ended``: its writer is still writing it, and their answers
-        may come yet), and forget them."""
-        waiting = self.end_input() if ended else sorted(self._by_request.values(), key=_number)
-        rest = [flow for _, flow in self._ready] + waiting
-        self._ready.clear()
-        self._ready_numbers.clear()
-        self._by_request.clear()
-        self._requests_of.clear()
-        rest.sort(key=_number)
-        return rest
-
-    def end_input(self, what: str = "recording") -> list[Flow]:
-        """Nothing more will be read: ``what`` ended (``recording``: it was read to its end,
-        or is read no more; ``session``: a live view's session). Each request still waiting
-        for its answer stays pending as it was left and says so (`Flow.ended_waiting`): the
-        one decision every view shares, `show` at the end of a file as the TUI when it stops
-        reading. Returns those flows, in number order."""
-        waiting = sorted(self._by_request.values(), key=_number)
-        for flow in waiting:
-            flow.ended_waiting = what
-        return waiting
-
     def let_go(self, count: int, keep: Callable[[Flow], bool] = lambda flow: False) -> list[Flow]:
         """Remove from ``flows`` (with ``keep``: a live TUI's bound) the ``count`` oldest
         flows that are settled and that ``keep`` does not keep, and forget the rows it holds
@@ -301,12 +247,6 @@ class FlowTracker:
         self._latest[conn] = flow
         if self.keep:
             self.flows.append(flow)
-        return flow
-
-    def _settled(self, flow: Flow) -> Flow:
-        if not self.keep:
-            heapq.heappush(self._ready, (flow.number, flow))
-            self._ready_numbers.add(flow.number)
         return flow
 
     def _frame(self, frame: FrameSeen) -> Optional[Flow]:
@@ -458,7 +398,3 @@ class FlowTracker:
         if held and event.direction is Direction.C2S:
             return None  # an intercepted request not recorded yet: its decision follows it
         return self._latest.get(event.conn)
-
-
-def _number(flow: Flow) -> int:
-    return flow.number

@@ -23,7 +23,8 @@ a GOLEM request belongs to, `attribution`) as they arrived, not as they went on.
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
 (the frame as it came, or edited) is what the faults then act on. A held frame is lost, never
 sent, when its client goes away while it waits: a reset or a close ends the connection at
-once (docs/intercept.md), so the plugin never runs a request for a client that is gone.
+once (docs/intercept.md), so the plugin never runs a request for a client that is gone
+(intercept_holding.py).
 """
 
 from __future__ import annotations
@@ -44,14 +45,14 @@ from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
 from .faults import ConnectionFaults, FaultKind, FrameAction
-from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
-from .peer_state import until_peer_gone
+from .intercept import Answer, ConnectionIntercept, Drop
+from .intercept_holding import InterceptHolding
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
 
 
-class FaultRelay:
+class FaultRelay(InterceptHolding):
     """Both pumps of one connection on a faulted or intercepted route. Writes to a side are
     serialised by a lock, because the request pump also writes to the client (a synthesised
     error, an answer written by hand)."""
@@ -229,66 +230,6 @@ class FaultRelay:
         finally:
             turn.release()
         return True
-
-    def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
-        withheld = False
-        if kind is InterceptKind.LOST and held.direction is Direction.C2S:
-            self._record_held()  # first: the step lands on the flow of the frame it lost
-            # Recorded though never forwarded, it is `withheld`, as a dropped request is:
-            # what the plugin received is rebuilt without it.
-            withheld = self._held_recorded
-        elif kind is InterceptKind.LOST:
-            # The server's answer, read and never sent on: recorded (`_frame`, under its
-            # writer's lock) before the step is said, so that the step lands on its flow.
-            self._lost_response = (detail, held.method)
-            return
-        self.actions.step(held.direction, kind, detail, held.method, withheld=withheld)
-
-    def _record_held(self) -> None:
-        """Record the request held now, though never forwarded, as a dropped request is (its
-        bytes do not count as forwarded): before the end of the client's stream, which the
-        tap must see after every frame the client sent. Once."""
-        if self._held_request is None or self._held_recorded:
-            return
-        frame, t = self._held_request
-        self._held_recorded = True
-        self.conn.observe(Direction.C2S, frame.raw, t, frame)
-
-    # A client that goes away while its frame is held.
-    def _holding_response(self, direction: Direction) -> bool:
-        return (
-            direction is Direction.C2S
-            and self.intercept is not None
-            and self.intercept.holding(Direction.S2C)
-        )
-
-    def _mark_gone(self, why: str) -> None:
-        if self.intercept is not None and self.intercept.gone is None:
-            self.intercept.gone = why
-
-    async def _client_closed(self) -> None:
-        """The client closed while a frame was held for or from it: record its end of stream
-        and end the connection (the upstream gets a clean FIN), so the frame is lost."""
-        conn = self.conn
-        self._mark_gone("the client closed the connection")
-        async with self.locks[Direction.C2S]:
-            self._record_held()
-            self.unsent.record_behind(Direction.C2S)  # before the end of stream, as sent
-            conn.eof[Direction.C2S] = True
-            conn.observe(Direction.C2S, b"", self.now())
-        conn.note("client closed while a frame was held", True)
-        self.scope.cancel()
-
-    async def _watch_client(self) -> None:
-        """While a request is held (its pump reads nothing): end the connection the moment the
-        client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
-        the pump."""
-        reset = await until_peer_gone(self.conn.client.socket)
-        if reset is None:
-            await self._client_closed()
-            return
-        self._mark_gone("the client reset the connection")
-        self.conn.source_failed(Direction.C2S, reset, self.scope)
 
     async def _frame(
         self, direction: Direction, frame: Frame, sent_at: Optional[float] = None

@@ -9,8 +9,7 @@ into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOu
 from __future__ import annotations
 
 import datetime
-import enum
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Optional
 
 from rich.cells import cell_len
@@ -18,9 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import Malformed, Notification, Request
+from golem_core.messages import Malformed, Notification
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
+from golem_core.profiles.mcp import TOOLS_CALL, tool_name
 
 from .. import events
 from ..analysis.late_answers import misread_words
@@ -39,6 +38,7 @@ from ..terminal import counted, format_latency, format_size, preview_json, safe_
 from .log_asked import AskedCalls
 from .log_lines import apart_from_stderr, fold_fields
 from .log_repeats import Fold, RepeatFold
+from .log_verbosity import ShownAtVerbosity, Verbosity
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
@@ -56,16 +56,7 @@ _STATUS = 18
 _STATUS_LIMIT = 60
 
 
-class Verbosity(enum.IntEnum):
-    QUIET = 0
-    """Problems only: error responses, violations, malformed frames, abnormal closes."""
-    NORMAL = 1
-    """Every exchange, notification and connection."""
-    VERBOSE = 2
-    """Also every frame as it arrives, with a preview of its body."""
-
-
-class EventLog:
+class EventLog(ShownAtVerbosity):
     """Renders events as log lines on a rich console.
 
     Every string a peer controls (methods, ids, error codes and messages, previews, peer and
@@ -119,34 +110,6 @@ class EventLog:
             " ",
         )
 
-    def may_show(self, event: Event) -> bool:
-        """False for an event this log never prints at its verbosity (a frame that is neither
-        malformed nor a notification, below verbose; any frame when quiet, but a malformed
-        one; an exchange that went well, when quiet): a cheap test, so that such a flood never
-        takes room from the lines it prints."""
-        if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
-            if (
-                isinstance(event.message, Malformed)
-                or self._never_delivered(event)
-                or self._asked.wants(event, self._profile(event.route))
-            ):
-                return True
-            return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
-        if isinstance(event, events.ExchangeCompleted):
-            return not self._unshown(event)
-        return True
-
-    def _unshown(self, exchange: events.ExchangeCompleted) -> bool:
-        """An exchange a quiet log leaves out: one that went well (not a problem). An answer
-        that came after its tool call returned, or a call's result that is another's answer,
-        is one, whatever its outcome."""
-        return (
-            self.verbosity < Verbosity.NORMAL
-            and outcome_tone(exchange.outcome) is Tone.OK
-            and not isinstance(exchange.request.message, Malformed)
-            and not (exchange.response.late or exchange.response.answer_of is not None)
-        )
-
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
         its fields to the terminal's width (never in the middle of a number); elsewhere
@@ -165,28 +128,6 @@ class EventLog:
         line = self.render(event)
         if line is not None:
             self._print(line)
-
-    def _problem(self, event: Event) -> Optional[tuple[str, int, Hashable, str]]:
-        """For a problem's line that this log shows (a violation, a malformed frame, a
-        framing error, a gap in what was observed): its route and connection, what its
-        repeats share (the kind and what exactly), and its name."""
-        if isinstance(event, events.ViolationSeen):
-            if not self._shows_violation(event):
-                return None
-            rule = event.violation.rule
-            return event.route, event.conn, ("violation", rule), rule
-        if isinstance(event, events.FrameSeen) and isinstance(event.message, Malformed):
-            if not self._malformed(event):
-                return None
-            kind = event.message.kind
-            return event.route, event.conn, kind, f"malformed {kind.value}"
-        if isinstance(event, events.FramingErrorSeen):
-            error = event.kind
-            return event.route, event.conn, error, f"framing error: {error.value}"
-        if isinstance(event, events.ObservationLost):
-            reason = event.reason
-            return event.route, event.conn, reason, f"unobserved: {reason.value}"
-        return None
 
     def flush_repeats(self) -> None:
         """Say what the repeats still being counted did not show (at the end)."""
@@ -310,9 +251,6 @@ class EventLog:
             return text
         return None
 
-    def _profile(self, route: str) -> Profile:
-        return self.route_profiles.get(route, self.profile)
-
     def _exchange(self, exchange: events.ExchangeCompleted) -> Optional[Text]:
         request = exchange.request.message
         profile = self._profile(exchange.route)
@@ -383,12 +321,6 @@ class EventLog:
         self._status_width = max(self._status_width, width)
         return status + " " * (self._status_width - width)
 
-    def _shows_violation(self, event: events.ViolationSeen) -> bool:
-        """Warnings only when verbose."""
-        return event.violation.severity is not Severity.WARNING or (
-            self.verbosity >= Verbosity.VERBOSE
-        )
-
     def _violation(self, event: events.ViolationSeen) -> Optional[Text]:
         found = event.violation
         if not self._shows_violation(event):
@@ -403,20 +335,6 @@ class EventLog:
         if found.outcome:
             text.append(f" [{safe_text(found.outcome, _METHOD)}]", "magenta")
         return text
-
-    def _malformed(self, frame: events.FrameSeen) -> bool:
-        """A malformed frame, which is a problem line (an MCP notification is typed as a
-        request without an id, and is none)."""
-        message = frame.message
-        return isinstance(message, Malformed) and not (
-            self._profile(frame.route).tool_layer and is_notification(message)
-        )
-
-    @staticmethod
-    def _never_delivered(frame: events.FrameSeen) -> bool:
-        """A request its receiver never got (`FrameSeen.undelivered`): no exchange line will
-        ever say it, so its own line does, whatever the verbosity."""
-        return bool(frame.undelivered) and isinstance(frame.message, Request)
 
     def _undelivered(self, frame: events.FrameSeen) -> Text:
         """The line of a request never delivered, in the columns of an exchange's."""

@@ -34,8 +34,7 @@ import collections
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import trio
 
@@ -44,6 +43,7 @@ from golem_core.framing import LENGTH_HEADER, Frame
 
 from ..events import Direction, Event
 from .heap import TRIM_IDLE, TrimPacing, return_memory_to_the_system
+from .observer_queue import FIRST_RATE, Item, Lost, Rate, Work
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -54,8 +54,6 @@ DEFAULT_BUDGET = 256 * 1024 * 1024
 """What the observer may hold, all connections together (``--observer-memory``)."""
 MIN_QUEUE = 1024 * 1024
 """The queue may always hold this much, however slow decoding has been."""
-FIRST_RATE = 8.0 * 1024 * 1024
-"""Bytes a second a connection is assumed to decode at until it has shown its own rate."""
 RATE_WINDOW = 0.005
 """Seconds of a connection's decoding folded into its rate at once."""
 HEAD = LENGTH_HEADER.size
@@ -65,51 +63,6 @@ TRIM_AFTER = 32 * 1024 * 1024
 """Once this much was decoded (or held by connections since closed), the freed heap goes back
 to the system when the observer is next idle for `TRIM_IDLE`, and as long past the last burst
 as `TrimPacing` asks (longer while bursts keep coming back after short pauses)."""
-
-
-@dataclass
-class _Work:
-    tap: ConnectionTap
-    direction: Direction
-    data: Chunk
-    t: float
-    submitted: float
-    cost: float
-    """Seconds of decoding it should take, at its connection's rate when it was queued."""
-    frame: Optional[Frame] = None
-    """The frame ``data`` is, when the forwarding path decoded it (`ConnectionTap.feed`)."""
-    fed: bool = False
-
-
-@dataclass
-class _Rate:
-    """What one connection's decoding has shown: bytes a second, and the current window."""
-
-    rate: float = FIRST_RATE
-    fed: int = 0
-    spent: float = 0.0
-
-
-@dataclass
-class _Lost:
-    tap: ConnectionTap
-    direction: Direction
-    size: int
-    t: float
-    unsent: int = 0
-    """Of ``size``, the bytes never sent on either (`Observer.lose`), and why."""
-    why: str = ""
-
-    def tell(self, tap: ConnectionTap) -> None:
-        """Count the loss on ``tap``: the bytes forwarded, then those never sent on."""
-        if self.size > self.unsent:
-            tap.lose(self.direction, self.size - self.unsent, self.t)
-        if self.unsent:
-            tap.lose(self.direction, self.unsent, self.t, unsent=self.why)
-
-
-_Item = Union[_Work, _Lost, Callable[[], None]]
-"""Chunks to decode, gaps to note, and actions to run once everything before them is done."""
 
 
 class Observer:
@@ -148,7 +101,7 @@ class Observer:
         """Bytes a second the taps have been decoding (a moving average; a first guess)."""
         self.work = 0.0
         """Seconds of decoding queued: each chunk at its own connection's rate."""
-        self._rates: dict[ConnectionTap, _Rate] = {}
+        self._rates: dict[ConnectionTap, Rate] = {}
         self._fed_total = 0
         self._clock = clock
         self.backlog = 0
@@ -161,9 +114,9 @@ class Observer:
         self._tap_held: dict[ConnectionTap, int] = {}
         self._freed = 0
         self._trims = TrimPacing(large=TRIM_AFTER // 8)
-        self._open_loss: dict[tuple[ConnectionTap, Direction], _Lost] = {}
+        self._open_loss: dict[tuple[ConnectionTap, Direction], Lost] = {}
         self._last_submit = 0.0
-        self._queue: collections.deque[_Item] = collections.deque()
+        self._queue: collections.deque[Item] = collections.deque()
         self._wakeup = trio.Event()
 
     @property
@@ -195,14 +148,14 @@ class Observer:
             if (tap, direction) not in self._open_loss and len(data) > HEAD:
                 # A loss's first bytes are decoded all the same: when a frame starts there,
                 # its header says where it ends, so a stream cut inside it is known cut.
-                self._queue.append(_Work(tap, direction, bytes(data[:HEAD]), t, now, 0.0))
+                self._queue.append(Work(tap, direction, bytes(data[:HEAD]), t, now, 0.0))
                 self.backlog += HEAD
                 self._lose(tap, direction, len(data) - HEAD, t)
             else:
                 self._lose(tap, direction, len(data), t)
             return
         self._open_loss.pop((tap, direction), None)
-        self._queue.append(_Work(tap, direction, data, t, now, cost, frame))
+        self._queue.append(Work(tap, direction, data, t, now, cost, frame))
         self.backlog += len(data)
         self.work += cost
         self._wakeup.set()
@@ -270,7 +223,7 @@ class Observer:
 
     def _lag(self, now: float) -> float:
         for item in self._queue:
-            if isinstance(item, _Work):
+            if isinstance(item, Work):
                 return now - item.submitted
         return 0.0
 
@@ -281,7 +234,7 @@ class Observer:
         key = (tap, direction)
         loss = self._open_loss.get(key)
         if loss is None:
-            loss = self._open_loss[key] = _Lost(tap, direction, 0, t)
+            loss = self._open_loss[key] = Lost(tap, direction, 0, t)
             self._queue.append(loss)
             self._wakeup.set()
         loss.size += size
@@ -364,15 +317,15 @@ class Observer:
     def _give_up_queued(self) -> None:
         """Turn every queued chunk into a gap on its tap; keep the ends of streams and the
         queued actions (a connection's close), which cost nothing to decode."""
-        kept: collections.deque[_Item] = collections.deque()
+        kept: collections.deque[Item] = collections.deque()
         lost: dict[tuple[ConnectionTap, Direction], float] = {}
         for item in self._queue:
-            if isinstance(item, _Lost):
+            if isinstance(item, Lost):
                 if item.tap.failed is None:
                     self._guarded(item.tap, item.t, functools.partial(item.tell, item.tap))
                     lost.setdefault((item.tap, item.direction), item.t)
                 continue
-            if isinstance(item, _Work) and item.data:
+            if isinstance(item, Work) and item.data:
                 # A chunk half decoded leaves its rest in the decoder: `lose` counts that too.
                 size = 0 if item.fed else len(item.data)
                 if not item.fed:
@@ -399,12 +352,12 @@ class Observer:
     def _process_some(self, limit: int) -> int:
         """Work on the head of the queue; returns the budget it used (at least 1)."""
         item = self._queue[0]
-        if not isinstance(item, (_Work, _Lost)):
+        if not isinstance(item, (Work, Lost)):
             self._queue.popleft()
             item()
             return 1
         tap = item.tap
-        if isinstance(item, _Lost):
+        if isinstance(item, Lost):
             self._queue.popleft()
             if self._open_loss.get((tap, item.direction)) is item:
                 del self._open_loss[(tap, item.direction)]
@@ -412,7 +365,7 @@ class Observer:
                 self._guarded(tap, item.t, functools.partial(item.tell, tap))
             return 1
         started = time.perf_counter()
-        rate = self._rates.get(tap) or self._rates.setdefault(tap, _Rate())
+        rate = self._rates.get(tap) or self._rates.setdefault(tap, Rate())
         if not item.fed:
             item.fed = True
             self.backlog -= len(item.data)

@@ -17,7 +17,7 @@ The recording is kept close to the wire: the observing process acknowledges, at 
 the recording, how far it decoded and wrote, and past the bounds link_ledger.py keeps (its
 docstring tells the policy: about `TRAIL_LIMIT` behind, and on which connections the relay
 waits) the link is `holding` and the relay takes no new bytes from the connections the
-recording trails on (`holds`, `until_caught_up`: backpressure, no gap).
+recording trails on (`holds`, `until_caught_up`: backpressure, no gap; link_trail.py).
 
 With a ``hold_limit`` (``--observer-hold``; none by default), a connection's hold lasts at most
 that long; then it *sheds* (link_holds.py): a span the recording does not hold is named, never a
@@ -46,6 +46,7 @@ from .link_ledger import (
     Ledger,
 )
 from .link_resume import OpenConnections, Resumption
+from .link_trail import LinkTrail
 from .unrecorded_values import unrecorded_records
 
 __all__ = [
@@ -67,7 +68,7 @@ MAX_UNSEEN = 1 << 62
 """`ObserverLink.takes_unseen` where the link does not follow the frames: no bound of its own."""
 
 
-class ObserverLink:
+class ObserverLink(LinkTrail):
     """Hands the relay's bytes and events to the observing process through the pipe ``fd``.
     Never blocks and never raises; `keep_flushing` writes what waited for room."""
 
@@ -116,43 +117,6 @@ class ObserverLink:
     def gone(self) -> bool:
         """The observing side closed its end (the process died), or `stop` was called."""
         return self.stopped or self.writer.gone
-
-    @property
-    def holding(self) -> bool:
-        """The recording trails the wire by more than ``trail_limit`` (or by more than
-        `Ledger.outstanding_limit` bytes): the connections it trails on wait (`holds`)."""
-        return self.ledger.holding
-
-    @property
-    def acked(self) -> int:
-        """The pipe's offset up to which the observing process acknowledged everything."""
-        return self.ledger.acked
-
-    @property
-    def outstanding_limit(self) -> int:
-        return self.ledger.outstanding_limit
-
-    @property
-    def client_outstanding(self) -> int:
-        return self.ledger.client_outstanding
-
-    def outstanding(self, conn: int) -> int:
-        """``conn``'s bytes handed on and not acknowledged yet (counted by marks)."""
-        return self.ledger.outstanding(conn)
-
-    def trail(self) -> float:
-        """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
-        return self.ledger.trail()
-
-    @property
-    def shedding(self) -> bool:
-        """Some connection sheds: its chunks are counted as lost, not handed on."""
-        return bool(self._shedding)
-
-    def sheds_now(self, conn: int) -> bool:
-        """``conn``'s hold reached ``hold_limit``: its chunks are counted, not handed on, until
-        the observing process has acknowledged everything handed on before."""
-        return conn in self._shedding
 
     def lose(self, conn: int, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` read and not handed on (a ``LOST`` record says so
@@ -338,42 +302,6 @@ class ObserverLink:
         followed = self.connections
         return None if followed is None else followed.answers_waiting(conn)
 
-    def holds(self, conn: int) -> bool:
-        """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
-        bytes: the link is `holding` and ``conn`` does not shed, and the recording trails on
-        it (`Ledger.holds`)."""
-        if conn in self._shedding:
-            return False
-        return self.ledger.holds(conn, self.writer.handed)
-
-    def acknowledged(self, offset: int, rate: float = 0.0) -> None:
-        """The observing process decoded everything handed on up to ``offset`` and wrote its
-        lines to the kernel; ``rate``: the bytes a second it got through lately (0: unknown),
-        which sets the byte limit (`Ledger.outstanding_limit`)."""
-        if not self.ledger.acknowledge(offset, rate):
-            return
-        if self._shedding:
-            # Caught up with what was handed on before the shed: hand on again, the loss first.
-            for conn, learned in self._holds.caught_up(offset):
-                self.unrecorded(conn, Direction.C2S, learned, self.now())
-        if self.ledger.caught_up(self.writer.handed):
-            self._release()
-        elif self._holds.waiting:
-            self._holds.wake()
-
-    async def until_caught_up(self, conn: int) -> None:
-        """While the link `holds` ``conn``: wait until the recording caught up, observation
-        stopped, or the hold reached ``hold_limit`` (then ``conn`` sheds, see the module
-        docstring)."""
-        if self.holds(conn):
-            await self._holds.wait(
-                conn,
-                self.hold_limit,
-                self.holds,
-                lambda: self.ledger.recount(),  # the ledger and the writer of now, after a resume
-                lambda: self.writer.handed,
-            )
-
     async def watch_stall(self) -> None:
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
         seconds while something handed on is outstanding, stop (``on_give_up``)."""
@@ -392,10 +320,6 @@ class ObserverLink:
         self.stop()
         if self.on_give_up is not None:
             self.on_give_up(why)
-
-    def _release(self) -> None:
-        self.ledger.holding = False
-        self._holds.wake()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""

@@ -13,7 +13,8 @@ without dying (observer_health.py).
 
 When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
 A new child takes its place, at most ``restarts`` times (docs/architecture.md, "A dead
-observing process is replaced"): a *standby* started ahead, or one started then. While it
+observing process is replaced"; observer_restart.py): a *standby* started ahead, or one started
+then. While it
 sets up the link counts what crosses; once it is ready the recording gets a line saying when
 and why observation stopped (`golem_proxy.recording.shared_file` writes it), and the link takes
 every open connection up at its next frame (link_resume.py); the new process hides from its
@@ -27,7 +28,6 @@ drew it is gone without giving it back.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import socket
@@ -41,28 +41,23 @@ from golem_core.profiles import get_profile
 from ..events import SessionEnded
 from ..recording.shared_file import (
     RecordingFile,
-    cut_unfinished_line,
     end_recording,
     end_session,
     ends_with_session_end,
-    restart_recording,
 )
-from ..terminal import counted
 from .control_reader import ControlReader, HeldEchoes
 from .heap import TRIM_IDLE, TrimPacing, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
 from .observer_health import HealthWatch
 from .observer_launch import (
     ObserverSetup,
-    ObserverStartError,
     Spawned,
     exit_reason,
     framings,
     launch,
-    spawn,
-    take_over,
 )
 from .observer_link import ObserverLink
+from .observer_restart import Restarts, say
 from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
@@ -75,15 +70,12 @@ HEAP_ALLOCATIONS_BELOW = 4 * 1024 * 1024
 each): the reads (`RECV_SIZE_BULK`) fit. A 16 MiB answer waits here, in 1 MiB reads, for room
 in the pipe; with glibc's defaults each answer's pages were faulted in again (~2,300 page
 faults per answer, a quarter of this process's CPU for it: 20 against 15 ms)."""
-STANDBY_SETTLED = 1.0
-"""Seconds a standby must have waited before it died for another to be started in its place
-(one that dies sooner would only die again: the restart then starts a process itself)."""
 TRIM_AFTER = 64 * 1024 * 1024
 """Handed on since the last trim before an idle spell (`TrimPacing`) gives freed memory back
 (the in-process observer's rule, observer.py, counted in bytes handed on)."""
 
 
-class ObservingProcess:
+class ObservingProcess(Restarts):
     """One observing process and the link to it. `start`, then run `watch` in a nursery
     while the relay serves, then `finish`."""
 
@@ -187,35 +179,6 @@ class ObservingProcess:
         if self.terminal is not None:
             self.terminal.give_back()
 
-    async def _keep_standby(self) -> None:
-        """With restarts left, start the process that will replace this one if it dies: its
-        interpreter's start and imports (~0.25 s) then happen now, not while what crosses is
-        a gap in the recording; it waits for its setup, idle (~30 MiB)."""
-        if self.restarts_left <= 0 or self._standby is not None or self._finishing:
-            return
-        tui = self.setup is not None and self.setup.tui
-        with contextlib.suppress(ObserverStartError):  # else one is started at the restart
-            self._standby = await spawn(self.record, self.stdout, tui=tui)
-
-    async def _watch_standby(self) -> None:
-        """Until cancelled: a standby that dies while it waits (a ``pkill`` of every observing
-        process, the kernel's OOM killer) is replaced, once it had waited `STANDBY_SETTLED`."""
-        while (standby := self._standby) is not None:
-            waited_from = trio.current_time()
-            await standby.process.wait()
-            if self._standby is not standby:
-                return
-            self._standby = None
-            await standby.discard()
-            if trio.current_time() - waited_from < STANDBY_SETTLED:
-                return
-            await self._keep_standby()
-
-    async def _discard_standby(self) -> None:
-        standby, self._standby = self._standby, None
-        if standby is not None:
-            await standby.discard()
-
     async def _watch_process(self) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
@@ -230,85 +193,6 @@ class ObservingProcess:
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
         return code
-
-    async def _restart(self, why: str) -> bool:
-        """Replace the dead observing process (see the module docstring). False when the new
-        one did not start (the session's observation then stops)."""
-        self.link.stop()
-        stopped_at = self.now()
-        self.restarts_left -= 1
-        self.restarted += 1
-        _say(f"observation stopped ({why}); forwarding goes on; restarting it")
-        self._replacing = why
-        self._close_pipe()
-        # What it told of and no read took yet: a value it learned just before it died.
-        self._control_reader.drain(self.control)
-        self.control.close()
-        recorded_up_to = -1
-        if self.record is not None and not self.record.closed:
-            # Now, before a new process reads the recording back (its in-flight requests, the
-            # TUI's rows): it ends with the dead one's last whole line (restart_recording cuts
-            # it too, and says so if it cannot).
-            with contextlib.suppress(OSError):
-                recorded_up_to = cut_unfinished_line(self.record)
-        assert self.setup is not None and self.link.connections is not None
-        setup = dataclasses.replace(
-            self.setup,
-            continues_recording=self.record is not None,
-            restarted_because=why,
-            recorded_up_to=recorded_up_to,
-            taking_over=self.link.connections.known() if self.record is not None else (),
-            echoes=self.echoes.values(),
-        )
-        standby, self._standby = self._standby, None
-        try:
-            spawned = None
-            if standby is not None:
-                with contextlib.suppress(ObserverStartError):  # it died waiting: start another
-                    await take_over(standby, setup)
-                    spawned = standby
-            if spawned is None:
-                self._give_terminal_back()  # a standby that failed may have drawn its TUI
-                spawned = await launch(setup, self.record, self.stdout)
-        except ObserverStartError as exc:
-            self._give_terminal_back()
-            self._replacing = None
-            self.observation_stopped(f"{why}; it could not be restarted: {exc}")
-            return False
-        followed = self.link.connections
-        assert followed is not None
-        # From here to the link's resume, nothing waits: what crosses is either counted as
-        # unobserved so far, or handed on to the new process.
-        taken_up = len(followed)
-        detail = (
-            f"{why} at {stopped_at:.3f} s; a new observing process took over at "
-            f"{self.now():.3f} s: {counted(followed.unseen, 'connection')} opened and closed "
-            f"in between are not in this recording; {counted(taken_up, 'open connection')} "
-            "taken up again at the next frame"
-        )
-        seq = 0
-        if self.record is not None and not self.record.closed:
-            try:
-                seq = restart_recording(self.record, stopped_at, detail)
-            except OSError as exc:
-                await spawned.discard()
-                self._give_terminal_back()  # before a line the new TUI's screen would take along
-                _say(f"the recording could not be continued ({exc})")
-                self.record.close()
-                self._replacing = None
-                self.observation_stopped(f"{why}; the recording could not be continued")
-                return False
-        self.process, self.control = spawned.process, spawned.control
-        self._control_reader = ControlReader(self.echoes)
-        self._given_up = None
-        self._replacing = None
-        self.link.resume(spawned.write_fd, seq)
-        if not setup.tui:  # the TUI says it above its table; a line here would cross its screen
-            _say(
-                f"observation restarted: {counted(taken_up, 'open connection')} taken up at "
-                "the next frame; what crossed meanwhile is a gap in the recording"
-            )
-        return True
 
     async def _give_memory_back(self) -> None:
         """Until cancelled: once `TRIM_AFTER` bytes were handed on, nothing was for `TRIM_IDLE`
@@ -417,7 +301,7 @@ class ObservingProcess:
                 if self._ended_in_order():
                     # It recorded the whole session, then failed (its summary, its TUI): the
                     # recording is whole, and no line after its end may say otherwise.
-                    _say(f"{exit_reason(code)} after it ended the recording")
+                    say(f"{exit_reason(code)} after it ended the recording")
                 else:
                     self.observation_stopped(exit_reason(code), forwarding=False)
             return
@@ -471,10 +355,5 @@ class ObservingProcess:
             try:
                 end_session(self.record, SessionEnded(t=self.now(), reason=ended))
             except OSError as exc:
-                _say(f"the recording could not be ended ({exc})")
+                say(f"the recording could not be ended ({exc})")
         self.record.close()
-
-
-def _say(text: str) -> None:
-    sys.stderr.write(f"golem-proxy: {text}\n")
-    sys.stderr.flush()

@@ -38,7 +38,7 @@ from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .pumps import PlainPump, Pump, pump_both
 from .redact import Redactor
-from .resend import ResendError, Resent, resend
+from .resend_connection import ResendConnection
 from .route_gate import RouteGate, is_refusal
 from .tap import ConnectionTap
 from .unreachable import UnsentBudget, UnsentHandOn, UnsentRead
@@ -48,15 +48,13 @@ __all__ = ["Proxy"]
 MIN_DECODE_TIME = 0.25
 """At a stop, what is still queued for decoding gets at least this long (a session's last
 few frames), even when the connections used the whole drain timeout."""
-RESEND_CLIENT = "golem-proxy resend"
-"""The client name of the side connection a request is sent again on (`Proxy.resend`)."""
 CUT_GRACE = 0.2
 """After `Proxy.cut`, how long the connections still open may take to end by themselves:
 what their peers closed at that moment (and an answer already on its way) still ends as it
 would, unhurried by the cut."""
 
 
-class Proxy:
+class Proxy(ResendConnection):
     """Serves every route until cancelled; see `serve`."""
 
     def __init__(
@@ -338,69 +336,6 @@ class Proxy:
                 self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
         await pump_both(conn, pump, self.now, self.options.idle_timeout)
-
-    async def resend(self, route: str, payload: bytes, timeout: float = 30.0) -> Resent:
-        """Send the request ``payload`` again to ``route``'s upstream with a fresh id, on a
-        side connection of this session: its frames and exchange are published like any
-        other connection's (the client is named ``golem-proxy resend``), so the new flow is
-        logged and recorded next to the original. Raises ResendError (an unknown route, an
-        upstream that cannot be reached or does not answer)."""
-        chosen = next((r for r in self.routes if r.name == route), None)
-        if chosen is None:
-            raise ResendError(f"no route named {route!r}")
-        conn = next(self._ids)
-        tap = self._tap(conn, route)
-        self.publish(
-            ConnectionOpened(
-                conn=conn,
-                route=route,
-                client=RESEND_CLIENT,
-                upstream=str(chosen.upstream),
-                t=self.now(),
-            )
-        )
-        sent = {Direction.C2S: 0, Direction.S2C: 0}
-        ended: set[Direction] = set()
-
-        def observe(direction: Direction, data: bytes, t: float) -> None:
-            sent[direction] += len(data)
-            if not data:
-                ended.add(direction)
-            if tap.failed is None:
-                try:
-                    tap.process(direction, data, t - self.start_time)
-                except Exception as exc:  # a decoding bug costs the inspection only
-                    tap.fail(exc, t - self.start_time)
-
-        reason, abnormal = "resend answered", False
-        try:
-            return await resend(
-                payload,
-                chosen.upstream,
-                self.profile,
-                ids=self._request_ids,
-                timeout=timeout,
-                observe=observe,
-            )
-        except ResendError as exc:
-            reason, abnormal = f"resend failed: {exc}", True
-            raise
-        finally:
-            t = self.now()
-            for direction in Direction:
-                if direction not in ended:
-                    observe(direction, b"", trio.current_time())
-            self.publish(
-                ConnectionClosed(
-                    conn=conn,
-                    route=route,
-                    reason=reason,
-                    t=t,
-                    bytes_c2s=sent[Direction.C2S],
-                    bytes_s2c=sent[Direction.S2C],
-                    abnormal=abnormal,
-                )
-            )
 
     def _tap(self, conn: int, route: str) -> ConnectionTap:
         return new_tap(conn, route, self.profile, self.publish, self.options, self.redactor)

@@ -17,15 +17,15 @@ nothing to do. Memory stays bounded whatever the peers send:
 
 Each whole frame decoded goes to the connection's `FramePublisher` (tap_frames.py), which
 checks, pairs, redacts, numbers and marks it and publishes its events; each gap goes to its
-`GapPublisher` (tap_gaps.py), which words and publishes it.
+`GapPublisher` (tap_gaps.py), which words and publishes it. What the forwarding side says
+besides the bytes (undelivered, cut, arrived, resumed after a restart) is tap_notes.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation
@@ -36,7 +36,6 @@ from golem_core.profiles import Profile
 from ..events import (
     BytesDiscarded,
     Direction,
-    FrameSeen,
     FramingErrorSeen,
     GapReason,
     StreamEnded,
@@ -57,13 +56,14 @@ from .tap_limits import (
     read_before_cut,
     split_header,
 )
+from .tap_notes import TapNotes
 from .tap_pairing import ConnectionPairing
 from .tap_parse import parse_fast
 
 __all__ = ["Annotator", "ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
 
 
-class ConnectionTap:
+class ConnectionTap(TapNotes):
     """Decoding state of one connection (both directions). Feed it with `process`, or with
     `feed` and `step` to decode in slices."""
 
@@ -169,48 +169,6 @@ class ConnectionTap:
             return
         source.receive(data)
 
-    def learn_unrecorded(self, learned: Sequence[str], t: float) -> None:
-        """Hide in later frames ``learned``, the values redaction replaces in a frame not
-        recorded as it arrived, found by the forwarding side (`Connection.unrecorded`;
-        `FramePublisher.learn`); called at ``t``, ahead of what went instead."""
-        if self.failed is None:
-            try:
-                self._frames.learn(learned)
-            except Exception as exc:  # as in decoding: it costs this connection's inspection
-                self.fail(exc, t)
-
-    def mark_undelivered(self, direction: Direction, why: str) -> None:
-        """The bytes of ``direction`` fed from now on never reached their receiver (``why``:
-        ``client gone``, …): every frame they end is published undelivered. Called in order
-        with the bytes, after every frame before them was handled: the frame in progress has
-        had its bytes so far delivered."""
-        buffered = self._inputs[direction].buffered
-        digest = self._digests.get(direction)
-        if digest is not None and digest.delivered is None:  # the frame in progress
-            digest.delivered = digest.size + buffered
-        self._frames.mark_undelivered(direction, why, buffered)
-
-    def cut(self, direction: Direction, how: str) -> None:
-        """The end of ``direction``'s stream fed next is the proxy's, not its side's (``how``:
-        ``--fault truncate``): what it leaves unanswered says so (`StreamEnded.cut`). Called
-        in order with the bytes, before that end."""
-        self._cut[direction] = how
-
-    def ends_inside(self, direction: Direction, remaining: int) -> None:
-        """The forwarding side, which followed ``direction``'s framing without decoding it,
-        says its stream ends inside a frame (``remaining`` bytes of it still to come, 0: not
-        known): called before that end of stream, so that a stream whose last frame lost its
-        start here is reported truncated all the same (`TapInput.ends_inside`)."""
-        self._inputs[direction].ends_inside(remaining)
-
-    def arrived(self, direction: Direction, t: float) -> None:
-        """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
-        forwarding path that may hold them before they go on (``--intercept``, ``--fault
-        delay``): called in order with the chunks, when they arrived, so that the session
-        decides about them as they arrived, not as they are decoded. The last mark only:
-        that path reads no more of a direction before the frames it read are fed."""
-        self._frames.arrived(direction, t)
-
     def lose(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
         observer was behind): drop the partial frame (one being digested is said, as far as
@@ -227,24 +185,6 @@ class ConnectionTap:
         self._inputs[direction].lose(size, t)
         self._pairing.requests_lost(direction)
         self._pairing.answers_lost(direction.reverse)
-
-    def resume(
-        self,
-        next_index: tuple[int, int],
-        recorded: Sequence[FrameSeen] = (),
-        unread: Sequence[tuple[Direction, Any]] = (),
-    ) -> None:
-        """The connection was open when the observing process before this one died: its frames
-        are numbered on from ``next_index`` (client's, server's), and its pairing goes on from
-        what the recording shows in flight (`ConnectionPairing.take_over`)."""
-        self._frames.number_from(next_index)
-        self._pairing.take_over(recorded, unread)
-
-    def resumed(self, direction: Direction, lost: int, t: float, unrecorded: int) -> None:
-        """After a restart, ``direction`` goes on here, at a frame boundary; ``lost`` bytes of
-        it crossed while no observing process recorded them (``unrecorded``: at most that many
-        more of the connection's, handed to the one that died, may be missing too)."""
-        self._gaps.restarted(direction, lost, t, unrecorded)
 
     def closing(self, t: float) -> None:
         """The connection closed: say now what no later bytes or end of stream said: the gaps

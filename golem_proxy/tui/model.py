@@ -1,5 +1,6 @@
 """The session the TUI shows: every event received, the flows built from them, and the view
-(the flows that pass the current filter), updated incrementally batch by batch.
+(the flows that pass the current filter: view_filter.py), updated incrementally batch by
+batch.
 
 The model is plain Python and knows nothing of Textual: the app feeds it batches and tells
 the widgets what changed; the widgets read it (attributes down).
@@ -9,14 +10,14 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
 from golem_core.profiles import Profile
 
 from ..analysis.call_rows import call_number, head_above, indented, of_call
-from ..analysis.filters import Filter, parse_filter
+from ..analysis.filters import Filter
 from ..analysis.flows import Flow
 from ..analysis.late_answers import noted_status, status_note
 from ..analysis.tool_calls import (
@@ -41,12 +42,12 @@ from .column_widths import ColumnWidths
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .flow_bound import FlowBound, forget_calls, index_remap
-from .flow_search import find_in_view
 from .payloads import PayloadBudget
 from .render import flow_label
 from .saved_view import SavedView, view_of
 from .settling import ExchangeTracker, whole_exchange
 from .skimmed import SkimmedBodies
+from .view_filter import FilteredView
 
 __all__ = ["BatchResult", "SavedView", "SessionModel"]
 
@@ -64,7 +65,7 @@ class BatchResult:
     the indexes into ``flows`` and ``view`` changed."""
 
 
-class SessionModel:
+class SessionModel(FilteredView):
     """Flows and their events. ``view`` holds indexes into ``flows``, ascending. A flow's
     index is its number less one until older flows are let go (`flow_bound`): then
     `index_of` says where it is."""
@@ -372,70 +373,6 @@ class SessionModel:
         if head_above(lambda row: flows[view[row]], position) == owner:
             return ""
         return of_call(flow, call_number(flows, index, owner))
-
-    def _matches(self, flow: Flow) -> bool:
-        return self._selects(flow) and (not self.folded or owner_key(flow) not in self.folded)
-
-    def _selects(self, flow: Flow) -> bool:
-        # Each flow with its route's profile, as `show --filter` reads it: ``~layer mcp``
-        # and a body written as that route's peers write it.
-        return self._filter is None or self._filter.matches(flow, self.profile_for(flow.route))
-
-    def selected(self) -> Sequence[int]:
-        """The indexes of the flows the filter selects, ascending: ``view`` and the flows
-        folded away under a tool call's row. A fold changes only the display: the
-        statistics and a view written out cover these."""
-        if not self.folded:
-            return self.view
-        return array("i", (i for i, flow in enumerate(self.flows) if self._selects(flow)))
-
-    def toggle_fold(self, index: int) -> Optional[bool]:
-        """Fold the GOLEM flows of the tool call at ``index`` away under its row, or open
-        them again; returns whether it is now folded (None: not a tool call)."""
-        key = call_key(self.flows[index])
-        if key is None:
-            return None
-        folded = key not in self.folded
-        if folded:
-            self.folded.add(key)
-        else:
-            self.folded.discard(key)
-        self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
-        return folded
-
-    def _refilter(self, index: int) -> None:
-        """Re-check one old flow (a pending request answered, a mark toggled)."""
-        position = bisect.bisect_left(self.view, index)
-        shown = position < len(self.view) and self.view[position] == index
-        wanted = self._matches(self.flows[index])
-        if wanted and not shown:
-            self.view.insert(position, index)
-        elif shown and not wanted:
-            del self.view[position]
-
-    def set_filter(self, text: str) -> None:
-        """Show only the flows matching ``text`` (all of them for an empty text).
-
-        Raises ValueError (FilterError) for a bad expression; the view is then unchanged."""
-        text = text.strip()
-        new_filter = parse_filter(text) if text else None
-        self._filter = new_filter
-        self.filter_text = text
-        self.skimmed.recount(new_filter, self.profile_for, self.flows)
-        self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
-
-    def toggle_mark(self, index: int) -> bool:
-        """Mark or unmark the flow at ``index``; returns its new state."""
-        flow = self.flows[index]
-        flow.marked = not flow.marked
-        self._refilter(index)
-        return flow.marked
-
-    def find(self, text: str, start: int, forward: bool = True) -> Optional[int]:
-        """The view position of the next flow after ``start`` (wrapping around) whose method
-        or request/response bytes contain ``text``, case-insensitively; None when none does
-        (`flow_search.find_in_view`)."""
-        return find_in_view(self.flows, self.view, text, start, forward, self.profile_for)
 
     def profile_for(self, route: str) -> Profile:
         """The profile ``route``'s frames were typed with."""

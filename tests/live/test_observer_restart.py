@@ -1,5 +1,5 @@
 """A dead observing process is replaced (``proxy --observer child-process``,
-live/observer_process.py): the same recording goes on after a line saying when and why, the
+live/observer_restart.py): the same recording goes on after a line saying when and why, the
 connection the GOLEM MCP server keeps open the whole session is taken up at its next frame with
 its frame numbers going on, and past ``--observer-restarts`` observation stops as before. The
 real command line, a real upstream, the observing process really killed."""
@@ -23,7 +23,7 @@ from golem_core.blocking import MessageReader
 from golem_core.messages import Request, Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.live.observer_launch import TEST_MODULE
-from golem_proxy.live.observer_process import STANDBY_SETTLED
+from golem_proxy.live.observer_restart import STANDBY_SETTLED
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli
 

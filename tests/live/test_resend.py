@@ -14,8 +14,8 @@ from golem_core.messages import ErrorResponse, Response
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, ExchangeCompleted, FrameSeen
-from golem_proxy.live.relay import RESEND_CLIENT
 from golem_proxy.live.resend import ResendError, fresh_request, resend
+from golem_proxy.live.resend_connection import RESEND_CLIENT
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.flows import HOLD_BACK
+from golem_proxy.analysis.settled_rows import HOLD_BACK
 from golem_proxy.analysis.trace import open_flows
 from tests.support.hostile_shapes import unanswered_nested
 

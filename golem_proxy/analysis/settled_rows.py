@@ -1,0 +1,93 @@
+"""Which of `FlowTracker`'s rows (flows.py) are settled, and handing them on: for a reader
+streaming a trace (no ``keep``), each row once it is settled and no older row still in flight
+holds it back, in number order within a bound (`HOLD_BACK`); at the end, what is left, with the
+requests still waiting saying that the input ended (`end_input`, the decision every view shares)."""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Optional
+
+from ..events import Direction
+from .flow import Flow
+
+if TYPE_CHECKING:
+    from .flows import Key
+
+__all__ = ["HOLD_BACK", "SettledRows"]
+
+HOLD_BACK = 1024
+"""Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
+in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."""
+
+
+class SettledRows:
+    """Mixed into `FlowTracker`, whose rows in flight and settled these read."""
+
+    keep: bool
+    created: int
+    _ready: list[tuple[int, Flow]]
+    _ready_numbers: set[int]
+    _by_request: OrderedDict[Key, Flow]
+    _requests_of: dict[tuple[int, Direction], dict[Key, None]]
+
+    def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
+        """Remove and return, in number order, the settled flows (answered, never to be
+        answered, a framing error, a gap) that no older flow still in flight holds back,
+        except ``touched``: the flow of the last event, which the events right after it may
+        still add to (a notification's violations, a framing error's). Rows keep their order
+        (a tool call before the GOLEM flows it caused) as long as at most `HOLD_BACK` settled
+        rows wait behind one in flight; past that the oldest settled go on ahead of it, so
+        what is held is bounded whatever the trace. Without ``keep`` only."""
+        ready = self._ready
+        oldest = next(iter(self._by_request.values()), None)
+        limit = oldest.number if oldest is not None else self.created + 1
+        taken: list[Flow] = []
+        while ready and (ready[0][0] < limit or len(ready) > HOLD_BACK):
+            flow = ready[0][1]
+            if flow is touched:
+                break
+            heapq.heappop(ready)
+            self._ready_numbers.discard(flow.number)
+            taken.append(flow)
+        return taken
+
+    def holds(self, flow: Flow) -> bool:
+        """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
+        return flow.pending or flow.number in self._ready_numbers
+
+    def take_rest(self, ended: bool = True) -> list[Flow]:
+        """Every flow not handed on yet, settled or still waiting for an answer, in number
+        order (what a trace read to its end leaves: those waiting say the recording ended,
+        `end_input`, unless not ``ended``: its writer is still writing it, and their answers
+        may come yet), and forget them."""
+        waiting = self.end_input() if ended else sorted(self._by_request.values(), key=_number)
+        rest = [flow for _, flow in self._ready] + waiting
+        self._ready.clear()
+        self._ready_numbers.clear()
+        self._by_request.clear()
+        self._requests_of.clear()
+        rest.sort(key=_number)
+        return rest
+
+    def end_input(self, what: str = "recording") -> list[Flow]:
+        """Nothing more will be read: ``what`` ended (``recording``: it was read to its end,
+        or is read no more; ``session``: a live view's session). Each request still waiting
+        for its answer stays pending as it was left and says so (`Flow.ended_waiting`): the
+        one decision every view shares, `show` at the end of a file as the TUI when it stops
+        reading. Returns those flows, in number order."""
+        waiting = sorted(self._by_request.values(), key=_number)
+        for flow in waiting:
+            flow.ended_waiting = what
+        return waiting
+
+    def _settled(self, flow: Flow) -> Flow:
+        if not self.keep:
+            heapq.heappush(self._ready, (flow.number, flow))
+            self._ready_numbers.add(flow.number)
+        return flow
+
+
+def _number(flow: Flow) -> int:
+    return flow.number
