@@ -168,10 +168,22 @@ def _block_violations(block: Any, path: str) -> list[Violation]:
 class SessionOrder:
     """Follows one MCP session's requests in wire order: `initialize` first, no id twice."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        initialize_sent: bool = False,
+        initialized_at: Optional[float] = None,
+        known: bool = True,
+    ) -> None:
+        """A session followed from its start, or taken up where what was followed before
+        left it (``initialize_sent``, ``initialized_at``); ``known`` False: what came before
+        is not known (a gap in what was observed), and `R_INITIALIZE_FIRST` is silent until
+        an ``initialize`` is seen. Ids used before are not known either way: a request that
+        uses one again is not flagged."""
         self._seen: dict[tuple[str, str, Any], bool] = {}
-        self._initialize_sent = False
-        self._initialized_at: Optional[float] = None
+        self._initialize_sent = initialize_sent or initialized_at is not None
+        self._initialized_at = initialized_at
+        self._known = known
 
     def request(self, side: str, method: str, ident: Any, t: float) -> list[Violation]:
         """A request ``side`` (``c2s`` the client, ``s2c`` the server) sent at ``t``; the
@@ -187,7 +199,12 @@ class SessionOrder:
         if side == "c2s":
             if method == "initialize":
                 self._initialize_sent = True
-            elif method != "ping" and (self._initialized_at is None or t < self._initialized_at):
+                self._known = True
+            elif (
+                self._known
+                and method != "ping"
+                and (self._initialized_at is None or t < self._initialized_at)
+            ):
                 before = "answered" if self._initialize_sent else "sent"
                 found.append(
                     violation(
@@ -197,6 +214,13 @@ class SessionOrder:
                     )
                 )
         return found
+
+    def gap(self) -> None:
+        """Something of the session may have crossed unseen: unless ``initialize`` was
+        answered before it, whether it was sent and answered in it is not known (silent, as
+        ``known`` False)."""
+        if self._initialized_at is None:
+            self._known = False
 
     def answered(self, method: Optional[str], t: float) -> None:
         """A request of the client's was answered at ``t`` (``initialize``: the session is

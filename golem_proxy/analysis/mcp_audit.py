@@ -99,6 +99,20 @@ class McpAuditor:
         """Calls made before any ``tools/list`` past `MAX_PENDING`: their arguments are not
         checked (reported by `check` as a note, never silently)."""
 
+    def take_up(self, conn: int, order: SessionOrder) -> None:
+        """Follow ``conn``'s session on from ``order`` (what was known of it before a gap:
+        a new observing process taking over from one that died)."""
+        self._orders[conn] = order
+
+    def gap(self, conn: int) -> None:
+        """Something of ``conn``'s session may have crossed unseen (`SessionOrder.gap`)."""
+        self._orders.setdefault(conn, SessionOrder()).gap()
+
+    def knew_tools(self, result: Any) -> None:
+        """The tools were listed before (``result``: that ``tools/list`` answer's), as if
+        its answer had been fed."""
+        self._learn(result)
+
     def feed(self, flows: Sequence[Flow]) -> list[Finding]:
         """The findings of the MCP flows among ``flows``."""
         found: list[Finding] = []

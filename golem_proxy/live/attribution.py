@@ -156,14 +156,17 @@ class ToolCallTracker:
         watched = self.watch(event)
         if not isinstance(watched, (FrameSeen, ExchangeCompleted)):
             return [watched]
-        route = watched.route
-        rules = self._rules.get(route)
-        if rules is None:
-            rules = self._rules[route] = McpRulesLive(route)
-        found: list[Event] = list(rules.follow(watched))
+        found: list[Event] = list(self.rules_of(watched.route).follow(watched))
         # Before the exchange, as the tap publishes a pair's own violations: a reader has the
         # row whole when its exchange line comes.
         return [*found, watched] if isinstance(watched, ExchangeCompleted) else [watched, *found]
+
+    def rules_of(self, route: str) -> McpRulesLive:
+        """The MCP layer's rules followed on ``route`` (a hop's)."""
+        rules = self._rules.get(route)
+        if rules is None:
+            rules = self._rules[route] = McpRulesLive(route)
+        return rules
 
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns

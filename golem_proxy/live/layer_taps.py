@@ -23,6 +23,7 @@ from golem_core.profiles import MCP, Profile, get_profile
 
 from ..events import Direction, Event, FrameSeen
 from ..recording.format import RouteInfo
+from ..recording.mcp_session_scan import McpKnown
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
 from .proxy_options import ProxyOptions, new_tap
@@ -85,14 +86,30 @@ class LayerTaps:
         if tracker is not None:
             tracker.take_over(frame)
 
+    def mcp_routes(self) -> tuple[str, ...]:
+        """The MCP hops' routes, whose sessions' rules a restart takes up (`taken_up`)."""
+        return tuple(route for route in self._profiles if self._tracker_of(route) is not None)
+
+    def taken_up(self, route: str, known: McpKnown) -> None:
+        """What the recording holds of the MCP sessions on ``route`` when the observing
+        process before this one died: their rules go on from there (`McpRulesLive.take_up`)."""
+        tracker = self._tracker_of(route)
+        if tracker is not None:
+            tracker.rules_of(route).take_up(known)
+
     def resumed(self, route: str, conn: int, direction: Direction, unseen: bool) -> None:
         """After a restart, ``direction`` of ``conn`` goes on (``unseen``: bytes of the
         connection crossed, or may be missing, while no process recorded them): the server's
         answers on the MCP hop end, or let go, the calls `recovered` (`ToolCallTracker
-        .answers_resumed`)."""
+        .answers_resumed`); its session's start may have been among them (`McpRulesLive.gap`).
+        """
         tracker = self._tracker_of(route)
-        if tracker is not None and direction is Direction.S2C:
+        if tracker is None:
+            return
+        if direction is Direction.S2C:
             tracker.answers_resumed(conn, unseen=unseen)
+        if unseen:
+            tracker.rules_of(route).gap(conn)
 
     def connections_of(self, route: str) -> Optional[ConnectionAttribution]:
         """What follows ``route``'s opens and closes in wire order (`HandoffSource` sees to

@@ -15,17 +15,27 @@ part of none (notifications, lines of the server's that are no JSON-RPC). What a
 about an earlier exchange is `check`'s to say: a ``tools/call`` made before the tools were
 listed (the Python SDK's client lists them after its first call) is checked once the listing
 comes, when the call's row has been read and shown; a violation recorded then would reach no
-view that reads the recording as it goes. Neither does a request never answered. After the
-observing process is replaced, what the previous one learned (the tools listed) is not known
-here: the arguments of the calls after it are checked by `check` only.
+view that reads the recording as it goes. Neither does a request never answered.
+
+After the observing process is replaced, the new one learns from the recording what the one
+that died knew (`take_up`, recording/mcp_session_scan.py: each session's ``initialize`` sent
+and answered, the tools of the last ``tools/list``), so that its rules go on where they were.
+What the recording does not hold within the scan's bound, or what may have crossed while no
+process observed (an ``initialize`` not answered before the restart, a session opened in the
+gap), leaves the rules that need it silent for that session (`gap`): ``initialize-first``
+until an ``initialize`` is seen, the arguments until the tools are listed. Ids used before
+the restart are not known: one used again after it is flagged by `check` only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from golem_core.mcp_rules import SessionOrder
+
 from ..analysis.flow import Flow
 from ..events import Event, ExchangeCompleted, FrameSeen, ViolationSeen
+from ..recording.mcp_session_scan import ANSWERED, NEVER, SENT, McpKnown
 
 if TYPE_CHECKING:
     from ..analysis.mcp_audit import McpAuditor
@@ -43,6 +53,27 @@ class McpRulesLive:
         self.route = route
         self._auditor: McpAuditor = McpAuditor((route,), live=True)
         self._numbers = 0
+
+    def take_up(self, known: McpKnown) -> None:
+        """Go on from what the recording holds of the sessions taken over after a restart
+        (`mcp_session_scan.mcp_known`): each session's start, the tools listed."""
+        for conn, start in known.sessions.items():
+            if start.initialize == ANSWERED:
+                order = SessionOrder(initialize_sent=True, initialized_at=start.answered_at)
+            elif start.initialize in (SENT, NEVER):
+                # Its answer (or the request itself) may yet come in flight, or have crossed
+                # unseen: `gap` says so when a direction resumes with bytes unobserved.
+                order = SessionOrder(initialize_sent=start.initialize == SENT)
+            else:
+                order = SessionOrder(known=False)
+            self._auditor.take_up(conn, order)
+        if known.tools is not None:
+            self._auditor.knew_tools(known.tools)
+
+    def gap(self, conn: int) -> None:
+        """Bytes of ``conn``'s session may have crossed while no process observed: what its
+        ``initialize`` did then is not known, unless it was answered before."""
+        self._auditor.gap(conn)
 
     def follow(self, event: Event) -> list[ViolationSeen]:
         """The violations ``event`` (published on the hop, after `ToolCallTracker.watch`)

@@ -10,7 +10,9 @@ takes up the connections that were still open: where the recording left each of 
   but never recorded, or that lies beyond the scan's bounds, is no orphan, and is not paired.
 * With an MCP layer, the ``tools/call`` requests among them are in flight again for the
   tool-call tracker (`LayerTaps.recovered`), so the GOLEM frames decoded after the restart
-  carry them in ``tool_calls``, and their answers end them.
+  carry them in ``tool_calls``, and their answers end them; and the MCP layer's rules go on
+  from what the recording holds of each session (`recording.mcp_session_scan`: its
+  ``initialize``, the tools listed; `LayerTaps.taken_up`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Optional
 
 from ..recording.inflight_scan import NOTHING, InFlight, in_flight
+from ..recording.mcp_session_scan import UNKNOWN_START, McpKnown, mcp_known
 from ..recording.resume_scan import ResumePoint, resume_points
 from .layer_taps import LayerTaps
 from .tap import ConnectionTap
@@ -69,6 +72,8 @@ def take_up(
         framed = {conn: taps[conn].profile for conn, point in points.items() if point.opened}
         with contextlib.suppress(OSError):
             found = in_flight(fd, framed, methods=layers.followed if layers is not None else ())
+    if layers is not None:
+        _sessions_taken_up(fd, layers, taps)
     requests = 0
     for conn, tap in taps.items():
         recorded = found.get(conn, NOTHING)
@@ -79,3 +84,15 @@ def take_up(
         requests += sum(frame.expects_answer for frame in recorded.frames)
     held_again(requests)
     return points
+
+
+def _sessions_taken_up(fd: int, layers: LayerTaps, taps: Mapping[int, ConnectionTap]) -> None:
+    """Tell each MCP hop's rules what the recording holds of its sessions taken up (nothing
+    known when it cannot be read: the rules that need it are silent for them)."""
+    for route in layers.mcp_routes():
+        conns = [conn for conn, tap in taps.items() if tap.route == route]
+        known = McpKnown(dict.fromkeys(conns, UNKNOWN_START))
+        if fd >= 0 and conns:
+            with contextlib.suppress(OSError):
+                known = mcp_known(fd, route, conns)
+        layers.taken_up(route, known)

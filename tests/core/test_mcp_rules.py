@@ -76,3 +76,24 @@ def test_ids_are_unique_per_side_and_type() -> None:
     assert order.request("s2c", "roots/list", 1, 0.3) == []  # the server's own ids
     again = order.request("c2s", "tools/call", 1, 0.4)
     assert paths(again) == [(R_UNIQUE_ID.id, "$.id")]
+
+
+def test_a_session_taken_up_after_a_gap() -> None:
+    # Its `initialize` answered before the gap: the rule goes on.
+    answered = SessionOrder(initialize_sent=True, initialized_at=0.5)
+    answered.gap()
+    assert answered.request("c2s", "tools/call", 7, 1.0) == []
+    # Not known: silent until an `initialize` is seen, then followed again.
+    unknown = SessionOrder(known=False)
+    assert unknown.request("c2s", "tools/call", 1, 1.0) == []
+    assert unknown.request("c2s", "initialize", 2, 1.1) == []
+    assert paths(unknown.request("c2s", "tools/list", 3, 1.2)) == [
+        (R_INITIALIZE_FIRST.id, "$.method")
+    ]
+    # Never initialized before, nothing unseen: flagged; something crossed unseen: silent.
+    never = SessionOrder()
+    assert paths(never.request("c2s", "tools/call", 1, 1.0)) == [
+        (R_INITIALIZE_FIRST.id, "$.method")
+    ]
+    never.gap()
+    assert never.request("c2s", "tools/call", 2, 1.1) == []
