@@ -15,6 +15,7 @@ before it.
 
 from __future__ import annotations
 
+import collections
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,8 +26,13 @@ from golem_core.framing import Framing
 
 from ..events import ConnectionClosed, ConnectionOpened, RouteDown
 from .handoff import HandoffWriter, Kind
+from .link_gone import Gone
 
-__all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
+__all__ = ["ENDED_KEPT", "OpenConnections", "ResumedConnection", "Resumption"]
+
+ENDED_KEPT = 4096
+"""Connections closed while observed that are kept (`OpenConnections.stop`: the last ones,
+whose lines the observing process that stops may not have written yet)."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +65,26 @@ class Resumption:
 class _Tracked:
     """One open connection as `OpenConnections` follows it."""
 
-    __slots__ = ("bounds", "closed", "down", "ended", "opened", "seen", "unrecorded", "waiting")
+    __slots__ = (
+        "bounds",
+        "closed",
+        "down",
+        "ended",
+        "first",
+        "opened",
+        "seen",
+        "sizes",
+        "unrecorded",
+        "waiting",
+    )
 
-    def __init__(self, opened: ConnectionOpened, framing: Framing) -> None:
+    def __init__(self, opened: ConnectionOpened, framing: Framing, first: int = -1) -> None:
         self.opened = opened
+        self.first = first
+        """The pipe's offset at which its first record was handed on (-1: before the last
+        restart, or never handed on)."""
+        self.sizes = [0, 0]
+        """Bytes of each direction forwarded."""
         self.bounds = (FrameBoundaries(framing), FrameBoundaries(framing))
         self.down = [0, 0]
         """Bytes of each direction forwarded unobserved, not yet said in a ``RESUMED``."""
@@ -88,11 +110,16 @@ class OpenConnections:
         self.default = default
         self.down = False
         """Observation is down: what crosses is counted, not handed on."""
-        self.unseen = 0
-        """Connections opened and closed while observation was down."""
+        self.gone: list[Gone] = []
+        """Connections not in the recording since observation stopped: opened and closed
+        while it was down, or closed before it stopped while their records were not
+        acknowledged (`stop`)."""
         self.for_good = False
         """Observation stopped for good (`stopped_for_good`): no close waits for a restart."""
         self._open: dict[int, _Tracked] = {}
+        self._ended: collections.OrderedDict[int, _Tracked] = collections.OrderedDict()
+        """Connections closed while observed, the last `ENDED_KEPT`: at a stop, those whose
+        records were not acknowledged are not (all) in the recording."""
 
     def __contains__(self, conn: int) -> bool:
         return conn in self._open
@@ -101,9 +128,16 @@ class OpenConnections:
         """Connections followed: open, or open when observation stopped and closed since."""
         return len(self._open)
 
-    def opened(self, event: ConnectionOpened) -> None:
+    @property
+    def unseen(self) -> int:
+        """Connections not in the recording since observation stopped (`gone`)."""
+        return sum(not gone.tail for gone in self.gone)
+
+    def opened(self, event: ConnectionOpened, first: int = -1) -> None:
+        """``event``'s connection is followed; ``first``: the pipe's offset its first record
+        is handed on at (-1: none, observation is down)."""
         framing = self.framings.get(event.route, self.default)
-        self._open[event.conn] = _Tracked(event, framing)
+        self._open[event.conn] = _Tracked(event, framing, first)
 
     def closed(self, event: ConnectionClosed) -> bool:
         """The connection closed; True when its close waits for the restart (it was open when
@@ -116,16 +150,24 @@ class OpenConnections:
             return True
         del self._open[event.conn]
         if self.down:
-            self.unseen += 1
+            self.gone.append(_gone(tracked))
         return False
 
-    def stop(self, unrecorded: Mapping[int, int]) -> None:
+    def stop(self, unrecorded: Mapping[int, int], acked: int = 0) -> None:
         """Observation stopped; ``unrecorded``: each connection's bytes handed on and not
-        acknowledged."""
+        acknowledged, ``acked``: the pipe's offset up to which everything was. A connection
+        closed before it whose records were not acknowledged is `gone`: all of it when its
+        first record lies past ``acked``, else its last bytes (``tail``)."""
         self.down = True
         for conn, tracked in self._open.items():
             tracked.seen = True
             tracked.unrecorded = unrecorded.get(conn, 0)
+        for conn, tracked in self._ended.items():
+            left = unrecorded.get(conn, 0)
+            if left:
+                whole = tracked.first >= acked
+                self.gone.append(_gone(tracked, left, tail=not whole))
+        self._ended.clear()
 
     def stopped_for_good(self) -> None:
         """No observing process will take the connections up: they are followed only for
@@ -142,6 +184,7 @@ class OpenConnections:
         if data:
             tracked.bounds[direction].feed(data)
             tracked.down[direction] += len(data)
+            tracked.sizes[direction] += len(data)
         else:
             tracked.ended[direction] = True
 
@@ -189,6 +232,7 @@ class OpenConnections:
         tracked = self._open.get(conn)
         if tracked is not None:
             tracked.bounds[direction].skip(size)
+            tracked.sizes[direction] += size
 
     def follow(self, conn: int, direction: int, data: Chunk) -> Optional[tuple[int, int]]:
         """A chunk handed on as usual: follow its framing. Returns None, or, when the direction
@@ -199,6 +243,7 @@ class OpenConnections:
         if tracked is None:
             return None
         bounds = tracked.bounds[direction]
+        tracked.sizes[direction] += len(data)
         if not tracked.waiting[direction]:
             bounds.feed(data)
             return None
@@ -231,8 +276,9 @@ class OpenConnections:
                     tracked.waiting[direction] = True
             tracked.ended = [False, False]
             tracked.unrecorded = 0
+            tracked.first = -1  # the pipe's offsets start again
         self.down = False
-        self.unseen = 0
+        self.gone = []
         return resumed, now
 
     def hand_over(
@@ -268,13 +314,17 @@ class OpenConnections:
         boundary say through ``writer`` the bytes that crossed unobserved (``RESUMED``), and it
         is forgotten."""
         if isinstance(event, ConnectionOpened):
-            self.opened(event)
+            self.opened(event, -1 if self.down else writer.handed)
         elif self.down:
             self.closed(event)
         else:
             for direction, lost in self.waiting(event.conn):
                 writer.resumed(event.conn, direction, event.t, lost)
-            self.forget(event.conn)
+            tracked = self._open.pop(event.conn, None)
+            if tracked is not None and not self.for_good:
+                self._ended[event.conn] = tracked
+                if len(self._ended) > ENDED_KEPT:
+                    self._ended.popitem(last=False)
 
     def known(self) -> tuple[tuple[int, str], ...]:
         """While observation is down: the connections the process that died knew (connection,
@@ -304,3 +354,15 @@ class OpenConnections:
 
     def forget(self, conn: int) -> None:
         self._open.pop(conn, None)
+
+
+def _gone(tracked: _Tracked, unacknowledged: int = 0, *, tail: bool = False) -> Gone:
+    c2s, s2c = tracked.bounds
+    return Gone(
+        tracked.opened.conn,
+        tracked.opened.route,
+        (tracked.sizes[0], tracked.sizes[1]),
+        (c2s.frames, s2c.frames),
+        unacknowledged,
+        tail,
+    )

@@ -324,7 +324,7 @@ class ObserverLink(LinkTrail):
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         if self.connections is not None and not self.stopped:
-            self.connections.stop(self.ledger.by_conn)
+            self.connections.stop(self.ledger.by_conn, self.ledger.acked)
         self.stopped = True
         self.writer.abandon()  # what waits for room goes nowhere now (its pipes closed)
         self._holds.clear()

@@ -18,6 +18,7 @@ import trio
 from ..recording.shared_file import RecordingFile, cut_unfinished_line, restart_recording
 from ..terminal import counted
 from .control_reader import ControlReader, HeldEchoes
+from .link_gone import said
 from .observer_launch import ObserverSetup, ObserverStartError, Spawned, launch, spawn, take_over
 from .observer_link import ObserverLink
 
@@ -131,9 +132,8 @@ class Restarts:
         taken_up = len(followed)
         detail = (
             f"{why} at {stopped_at:.3f} s; a new observing process took over at "
-            f"{self.now():.3f} s: {counted(followed.unseen, 'connection')} opened and closed "
-            f"in between are not in this recording; {counted(taken_up, 'open connection')} "
-            "taken up again at the next frame"
+            f"{self.now():.3f} s: {said(followed.gone)}; "
+            f"{counted(taken_up, 'open connection')} taken up again at the next frame"
         )
         seq = 0
         if self.record is not None and not self.record.closed:
