@@ -9,7 +9,9 @@ without faults never come here: their pumps stay on the fast path in `relay`.
 The observer is fed exactly the bytes sent to each side, so the recording holds what each
 receiver got, at the times the client saw them: a request when its last byte arrived from the
 client (a delay or a hold after that is part of the wait the client sees), a response when it
-was sent to the client; an exchange's latency is then what the client saw. The one exception is
+was sent to the client; an exchange's latency is then what the client saw. While the request
+pump holds a frame it reads on (read_on.py), so a request the client sends behind a held one
+keeps the time it was sent too. The one exception is
 a request the proxy withholds, recorded so that its flow exists, and followed by the fault
 event that says it was not forwarded (docs/faults.md); and, as on any route, bytes read that
 never reached their receiver (a frame still held by a ``delay`` when the connection ended, and
@@ -47,6 +49,7 @@ from .enforce_limits import stopped_by_limits
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop
 from .intercept_holding import InterceptHolding
+from .read_on import Read, ReadOn
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
@@ -97,6 +100,8 @@ class FaultRelay(InterceptHolding):
         """Sends an answer the proxy made (`AnswerTurns.release`)."""
         self._pumped: set[Direction] = set()
         """The directions whose pumps returned."""
+        self.read_on = ReadOn(ChunkReader(conn.client.socket.fileno()), now, self._arrived)
+        """What the client sends while the request pump holds a frame, read as it comes."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
@@ -110,14 +115,19 @@ class FaultRelay(InterceptHolding):
 
     async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         self.scope = scope  # both pumps of the connection share it
-        reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
+        requests = direction is Direction.C2S
+        reader = self.read_on.reader
+        if not requests:
+            reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
-        self.unsent.pumping(direction, decoder.held)
+        self.unsent.pumping(direction, decoder.held, self.read_on if requests else None)
         while True:
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails: backpressure
             try:
-                data = await reader.read()
+                # Read on while a frame was held: met in order, at the time it was read.
+                early = self.read_on.take() if requests else None
+                data = await reader.read() if early is None else _bytes_of(early[1])
             except OSError as exc:
                 await self.unsent.lost_behind(direction)  # a frame it was in the middle of
                 if self._holding_response(direction):
@@ -134,10 +144,12 @@ class FaultRelay(InterceptHolding):
             conn.last_activity = trio.current_time()
             # When the client sent what completes the frames below (requests only: a
             # response counts when it reaches the client, after any delay).
-            sent_at = self.now() if direction is Direction.C2S else None
+            sent_at = None
+            if requests:
+                sent_at = self.now() if early is None else early[0]
             if data:
                 decoder.receive_data(data)
-                if sent_at is not None:
+                if sent_at is not None and early is None:  # read on: marked as it was read
                     # The frames this completes may go on later (held, delayed, or behind
                     # one that is): what is decided about them as they arrive is decided now.
                     conn.arrived(direction, sent_at)
@@ -178,6 +190,20 @@ class FaultRelay(InterceptHolding):
                 async with self.locks[direction]:
                     conn.end_of_stream(direction, self.now(), scope)
                 return
+
+    def _arrived(self, t: float) -> None:
+        """The request pump read on at ``t``, behind a frame it holds (`ReadOn`)."""
+        self.conn.last_activity = trio.current_time()
+        self.conn.arrived(Direction.C2S, t)
+
+    async def _wait(self, direction: Direction, seconds: float) -> None:
+        """Hold ``direction``'s pump ``seconds`` (a ``delay``, a ``slice``'s gap): the
+        request pump reads on meanwhile (`ReadOn`), so what the client sends behind the frame
+        keeps the time it was sent."""
+        if direction is Direction.C2S:
+            await self.read_on.during(seconds)
+        else:  # an answer's time is when it reaches the client: nothing to read on for
+            await trio.sleep(seconds)
 
     async def _send(
         self,
@@ -223,7 +249,7 @@ class FaultRelay(InterceptHolding):
                         return False
                     conn.awaiting_reply = direction is Direction.C2S
                     if gap and rest:
-                        await trio.sleep(gap)
+                        await self._wait(direction, gap)
                 except trio.Cancelled:
                     conn.observe_undelivered(direction, rest, seen)
                     raise
@@ -364,7 +390,7 @@ class FaultRelay(InterceptHolding):
         the decision was made on)."""
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
-                await trio.sleep(action.delay)
+                await self._wait(direction, action.delay)
             except trio.Cancelled:
                 await self.unsent.lost(direction, raw, or_now(sent_at, self.now))
                 raise
@@ -419,3 +445,10 @@ class FaultRelay(InterceptHolding):
         )
         self.actions.faults(direction, action)  # after the frame: on its flow
         return going
+
+
+def _bytes_of(read: Read) -> bytes:
+    """A read's bytes; its error raised, in its turn."""
+    if isinstance(read, OSError):
+        raise read
+    return read

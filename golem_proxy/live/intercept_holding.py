@@ -2,7 +2,9 @@
 the engine announces while it holds it, and its loss when the client goes away meanwhile. A
 request held and lost is recorded all the same, though never forwarded (its flow needs it); a
 response lost is recorded undelivered before its step is said; a client that resets or closes
-while a frame is held ends the connection at once (docs/intercept.md)."""
+while a frame is held ends the connection at once (docs/intercept.md). While a request is held,
+what the client sends behind it is read on as it comes (read_on.py), so that it keeps the time
+it was sent."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .action_events import ActionEvents
 from .connection import Connection
 from .intercept import ConnectionIntercept, HeldFrame
 from .peer_state import until_peer_gone
+from .read_on import ReadOn
 from .unsent import Unsent
 
 __all__ = ["InterceptHolding"]
@@ -35,6 +38,7 @@ class InterceptHolding:
     _held_request: Optional[tuple[Frame, float]]
     _held_recorded: bool
     _lost_response: Optional[tuple[str, Optional[str]]]
+    read_on: ReadOn
 
     def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
         withheld = False
@@ -86,10 +90,19 @@ class InterceptHolding:
         self.scope.cancel()
 
     async def _watch_client(self) -> None:
-        """While a request is held (its pump reads nothing): end the connection the moment the
-        client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
-        the pump."""
-        reset = await until_peer_gone(self.conn.client.socket)
+        """While a request is held: read on what the client sends behind it, for its pump to
+        go through once the request went on (`ReadOn`), and end the connection the moment the
+        client resets or closes. Past what it reads on, only peeks, so the bytes the client
+        sends stay for the pump."""
+        read_on = self.read_on
+        end = await read_on.until_end(keep_end=False)
+        if end is None and read_on.ended:  # read on behind an earlier hold, not met yet
+            end = read_on.end_read()
+        reset: Optional[OSError]
+        if end is None:  # as much as it reads on: the rest stays in the kernel meanwhile
+            reset = await until_peer_gone(self.conn.client.socket)
+        else:
+            reset = end if isinstance(end, OSError) else None
         if reset is None:
             await self._client_closed()
             return

@@ -12,6 +12,7 @@ answer, the exchange it completes.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Optional, Protocol
 
@@ -26,6 +27,7 @@ from golem_core.profiles import Profile
 from ..analysis.late_answers import late_violation
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
 from .frame_redaction import FrameRedaction
+from .read_on import READ_ON_CHUNKS
 from .redact import Redactor
 from .tap_limits import TapVerdict
 from .tap_pairing import ConnectionPairing, frame_method
@@ -110,9 +112,14 @@ class FramePublisher:
         self._redaction = FrameRedaction(profile, redactor)
         """The rules, and the values they replaced, hidden where they come back."""
         self.annotate = annotate
-        self._arrivals: dict[Direction, tuple[float, Callable[[FrameSeen], FrameSeen]]] = {}
-        """Per direction, the last `arrived` mark: the time of the frames read then, and the
-        session's decision as it stood then."""
+        self._arrivals: dict[Direction, deque[tuple[float, Callable[[FrameSeen], FrameSeen]]]]
+        self._arrivals = {}
+        """Per direction, the `arrived` marks not passed yet, oldest first: the time of the
+        frames read then, and the session's decision as it stood then. Several when the path
+        read on behind a frame it held (read_on.py); a mark older than a frame decoded is
+        passed (the chunk it marked completed no frame, or its frames were decoded). Only the
+        newest are kept: the frames not decoded yet are those of the read the path is going
+        through and of the reads it read on behind it, at most `READ_ON_CHUNKS`."""
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._undelivered: dict[Direction, tuple[str, int]] = {}
         """Per direction, from the mark on: why its bytes did not reach their receiver, and
@@ -142,7 +149,8 @@ class FramePublisher:
         """Frames of ``direction`` were read at ``t``: the session's decision as it stands
         now is theirs (`ConnectionTap.arrived`)."""
         if self.annotate is not None:
-            self._arrivals[direction] = (t, self.annotate.at_arrival())
+            marks = self._arrivals.setdefault(direction, deque(maxlen=2 * READ_ON_CHUNKS))
+            marks.append((t, self.annotate.at_arrival()))
 
     def _annotated(
         self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
@@ -150,9 +158,12 @@ class FramePublisher:
         """``seen`` with the session's decision: as it stood when the frame arrived, when
         its direction was marked then (`arrived`: the mark's time is the frame's), else now."""
         assert self.annotate is not None
-        arrival = self._arrivals.get(direction)
-        if request is None and arrival is not None and arrival[0] == seen.t:
-            return arrival[1](seen)
+        marks = self._arrivals.get(direction)
+        if request is None and marks:
+            while marks and marks[0][0] < seen.t:
+                marks.popleft()
+            if marks and marks[0][0] == seen.t:
+                return marks[0][1](seen)
         return self.annotate.annotate(seen, request)
 
     def scrubbed(self, raw: bytes) -> tuple[bytes, tuple[str, ...]]:

@@ -69,8 +69,8 @@ class TapNotes:
         """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
         forwarding path that may hold them before they go on (``--intercept``, ``--fault
         delay``): called in order with the chunks, when they arrived, so that the session
-        decides about them as they arrived, not as they are decoded. The last mark only:
-        that path reads no more of a direction before the frames it read are fed."""
+        decides about them as they arrived, not as they are decoded. Marks pile up, oldest
+        first, while that path reads on behind a frame it holds (read_on.py)."""
         self._frames.arrived(direction, t)
 
     def resume(

@@ -1,10 +1,11 @@
 """What a faulted or intercepted connection's pumps read and never sent on, recorded when the
 connection ends (fault_relay.py): a frame still waiting out a ``delay`` or for its writer's
-turn, the frames read in the same go behind the one going then (a delayed or held one), and
-the bytes of a frame not complete yet. The client or the server did send them, so they are
-recorded marked undelivered (their receiver never got them); the end of stream the relay
-records for a direction cut short then reports the incomplete frame as truncated, as on a plain
-route. Behind a ``truncate`` they are counted instead (`drop_behind`):
+turn, the frames read in the same go behind the one going then (a delayed or held one), the
+bytes of a frame not complete yet, and what the request pump read on behind a frame it held
+(read_on.py), each chunk at the time it was read. The client or the server did send them, so
+they are recorded marked undelivered (their receiver never got them); the end of stream the
+relay records for a direction cut short then reports the incomplete frame as truncated, as on a
+plain route. Behind a ``truncate`` they are counted instead (`drop_behind`):
 as stream bytes after the cut a reader would take them for the truncated frame's rest.
 """
 
@@ -20,6 +21,7 @@ from golem_core.framing import Event as FramingEvent
 
 from ..events import Direction
 from .connection import Connection
+from .read_on import ReadOn
 
 __all__ = ["LOST_WAIT", "Unsent", "or_now"]
 
@@ -57,11 +59,17 @@ class Unsent:
         self.now = now
         self._ahead: dict[Direction, _ReadAhead] = {}
         self._partial: dict[Direction, Callable[[], bytes]] = {}
+        self._read_on: dict[Direction, ReadOn] = {}
 
-    def pumping(self, direction: Direction, partial: Callable[[], bytes]) -> None:
+    def pumping(
+        self, direction: Direction, partial: Callable[[], bytes], read_on: Optional[ReadOn] = None
+    ) -> None:
         """``direction``'s pump decodes what it reads; ``partial`` gives the bytes of a frame
-        it holds not complete yet (its decoder's `held`)."""
+        it holds not complete yet (its decoder's `held`), ``read_on`` what it read on behind
+        a frame it held and has not gone through yet."""
         self._partial[direction] = partial
+        if read_on is not None:
+            self._read_on[direction] = read_on
 
     def reading(
         self, direction: Direction, pending: Iterator[FramingEvent], t: Optional[float]
@@ -122,24 +130,31 @@ class Unsent:
 
     def drop_behind(self, direction: Direction) -> int:
         """Forget what ``direction``'s pump read and never sent on; how many bytes."""
-        return len(self._take(direction)[0])
+        rest, _, later = self._take(direction)
+        return len(rest) + sum(len(chunk) for _, chunk in later)
 
     def record_behind(self, direction: Direction) -> None:
         """Record what ``direction``'s pump read and never sent on, undelivered ("connection
         ended", or the receiver gone): the whole frames behind the one it was sending, then
-        the bytes of a frame not complete yet. Once."""
-        rest, t = self._take(direction)
+        the bytes of a frame not complete yet, then what it read on behind those, each chunk
+        at its own time. Once."""
+        rest, t, later = self._take(direction)
         self.conn.observe_undelivered(direction, rest, t)
+        for read_at, chunk in later:
+            self.conn.observe_undelivered(direction, chunk, read_at)
 
     def _as_gap(self, direction: Direction) -> None:
-        rest, t = self._take(direction)
-        self.conn.observe_unsent_lost(direction, len(rest), t)
+        rest, t, later = self._take(direction)
+        self.conn.observe_unsent_lost(direction, len(rest) + sum(len(c) for _, c in later), t)
 
-    def _take(self, direction: Direction) -> tuple[bytes, float]:
+    def _take(self, direction: Direction) -> tuple[bytes, float, list[tuple[float, bytes]]]:
         """What ``direction``'s pump read and never sent on (the frames still to come, then a
-        frame not complete yet), forgotten here, and when it came."""
+        frame not complete yet), forgotten here, and when it came; then what it read on
+        behind them (`ReadOn.drain`)."""
         ahead = self._ahead.pop(direction, None)
         partial = self._partial.pop(direction, None)
+        read_on = self._read_on.pop(direction, None)
         t = self.now() if ahead is None else or_now(ahead.t, self.now)
         rest = b"" if ahead is None else ahead.raw()
-        return rest + (b"" if partial is None else partial()), t
+        later = [] if read_on is None else read_on.drain()
+        return rest + (b"" if partial is None else partial()), t, later

@@ -206,3 +206,30 @@ def test_a_held_golem_request_names_the_call_in_flight_when_it_arrived() -> None
         (Direction.C2S, ["list_layers"]),
     ]
     assert golem[2].t == 0.5  # the time it arrived, as the relay records it
+
+
+def test_requests_read_on_behind_a_held_one_name_the_calls_in_flight_when_each_arrived() -> None:
+    """While the forwarding process holds a GOLEM request it reads on (read_on.py), marking
+    each read: the held request and the one read behind it go on later, each stamped with its
+    own read's time, and each names the call in flight when it arrived, though another call
+    began between the two."""
+    created = golem_frame({"id": "b", "method": "scene.create_layer", "params": {}})
+    listed = golem_frame({"id": "c", "method": "scene.list_layers", "params": {}})
+    events = observe(
+        [
+            opened(MCP_CONN, "mcp"),
+            opened(GOLEM_CONN, "main"),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(1, "create_layer", {"name": "L"}))),
+            ("arrived", (GOLEM_CONN, Direction.C2S, 0.5)),  # held on arrival
+            ("data", (MCP_CONN, Direction.S2C, mcp_line({"id": 1, "error": {"code": 1}}))),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(2, "list_layers", {}))),
+            ("arrived", (GOLEM_CONN, Direction.C2S, 0.6)),  # read on behind it
+            ("held", (GOLEM_CONN, Direction.C2S, created, 0.5)),
+            ("held", (GOLEM_CONN, Direction.C2S, listed, 0.6)),
+        ]
+    )
+    golem = [e for e in events if isinstance(e, FrameSeen) and e.route == "main"]
+    assert [(f.t, f.method, [c.tool for c in f.tool_calls or ()]) for f in golem] == [
+        (0.5, "scene.create_layer", ["create_layer"]),
+        (0.6, "scene.list_layers", ["list_layers"]),
+    ]
