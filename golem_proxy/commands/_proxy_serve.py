@@ -251,9 +251,21 @@ async def _start_observing(
             config.verbosity, log_buffer, layers=config.layers, tui=tui,
             notes=live_notes(list(bound), config) if tui else (),
         )  # fmt: skip
-        return await ObservingProcess.start(setup, record, proxy.now, stdout=stdout)
+        observing = await ObservingProcess.start(setup, record, proxy.now, stdout=stdout)
     except BaseException:
         if record is not None:
-            record.close()
+            record.close()  # a recording written beside the one it replaces is removed
         await proxy.unbind()
         raise
+    if record is not None:
+        # Only now, its header written and its observing process ready, may the recording
+        # replace a file given to --overwrite: a start that failed leaves that file whole.
+        try:
+            record.put_in_place()
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await observing.kill()
+            record.close()
+            await proxy.unbind()
+            raise
+    return observing

@@ -27,6 +27,7 @@ from golem_core.profiles import GOLEM, MCP
 from ..live.attribution import ToolCallTracker
 from ..live.connection_attribution import ConnectionAttribution
 from ..live.log_output import TerminalOutput
+from ..live.redact import tool_call_counterpart
 from ..live.session import SessionConfig
 from ..live.stdio_child import ChildStartError
 from ..net.addresses import Address, Route
@@ -34,6 +35,7 @@ from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..recording.safe_paths import removed_unless_started
 from ..table_layout import print_line
+from ..terminal import safe_text
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
 from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
@@ -138,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     # its own, that process makes the session's one tracker (live/layer_taps.py).
     tracker = None if child else ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
+    _warn_of_golem_only_rules(options.redact)
     with removed_unless_started(reserved_record(args, record_path)):
         options = dataclasses.replace(
             options,
@@ -195,6 +198,30 @@ def _check_console(intercept: Optional[str], console: Optional[Address]) -> None
         raise CommandError("mcp --console: needs --intercept FILTER")
     if console is not None and not console.is_unix:
         raise CommandError(f"mcp --console: {console} is not unix:PATH", "a private Unix socket")
+
+
+def _warn_of_golem_only_rules(rules: tuple[str, ...]) -> None:
+    """One line on stderr for each ``--redact`` rule that hides a GOLEM request's parameter
+    but nothing of the tool call it came from: the MCP hop carries the call first, under
+    ``params.arguments``, and would record the value in clear. The rule that would hide it
+    there is named, not added: which argument a server makes which parameter of is its own."""
+    for rule in rules:
+        try:
+            counterpart = tool_call_counterpart(rule)
+        except ValueError:
+            continue  # the session refuses it, saying why
+        if counterpart is None:
+            continue
+        where = rule.partition(":")[2] if ":" in rule else rule
+        sys.stderr.write(
+            safe_text(
+                f"golem-proxy: mcp: --redact {rule} hides GOLEM's {where}; the tool call's "
+                f"arguments are params.arguments.*: add --redact {counterpart} to hide it "
+                "there too"
+            )
+            + "\n"
+        )
+    sys.stderr.flush()
 
 
 def _env_overrides(specs: list[str]) -> dict[str, str]:

@@ -12,10 +12,14 @@ server's port decodes it. Per connection:
 * bytes that crossed but were not observed (``unobserved`` lines, ``behind``,
   ``frame-too-large``, ``observer-failed``, ``restarted``) advance the sequence number by
   their size: a gap a reader reports as missing, never bytes made up;
-* a ``close`` line is a FIN from each side when every side was closed cleanly, else a reset
-  from each side that one came from, as its ``resets`` say (``s2c``: from the server; ``c2s``:
-  from the client). A close that does not say (a recording written before ``resets``, the
-  stdio hop of ``golem-proxy mcp``) is a reset from the server when it was ``abnormal``.
+* an ``end`` line (one side ended its stream while requests waited: a plugin gone mid-call, an
+  answer ``--fault truncate`` cut) is that side's FIN, at its time, acknowledged by the other;
+* a ``close`` line is a FIN from each side that has not sent one yet when every side was
+  closed cleanly (the client's first: which came first is not recorded), else a reset from
+  each side that one came from, as its ``resets`` say (``s2c``: from the server; ``c2s``: from
+  the client), after any FIN an ``end`` line made. A close that does not say (a recording
+  written before ``resets``, the stdio hop of ``golem-proxy mcp``) is a reset from the server
+  when it was ``abnormal``.
 
 Packets are in the recording's order (each connection's sequence numbers run in it), and their
 times never go back in it: a reader takes a time going back for a damaged or spliced capture.
@@ -56,6 +60,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    StreamEnded,
 )
 from ..recording.format import Header
 from ..recording.reader import route_profiles
@@ -169,6 +174,8 @@ class _Conversation:
         self.halves = (Half(client, server), Half(server, client))
         # Fixed initial sequence numbers: the same recording always exports the same bytes.
         self.next = [(0x10000000 + conn) & _MOD32, (0x20000000 + conn) & _MOD32]
+        self.ended: set[int] = set()
+        """The sides that sent their FIN already (an ``end`` line)."""
 
 
 class _Exporter:
@@ -249,6 +256,8 @@ class _Exporter:
             self.summary.gaps += 1
             self.summary.gap_bytes += event.size
             self.summary.gap_bytes_at_least |= gap_size_at_least(event)
+        elif isinstance(event, StreamEnded):
+            self._ended(self.when(event.t), event)
         elif isinstance(event, ConnectionClosed):
             self._closed(self.when(event.t), event)
 
@@ -286,6 +295,17 @@ class _Exporter:
         self.send(when, conv, _SERVER, SYN | ACK)
         self.send(when, conv, _CLIENT, ACK)
 
+    def _ended(self, when: int, event: StreamEnded) -> None:
+        """One side's FIN when it ended its stream, acknowledged by the other: a side that
+        went first is seen going first, when it did, not at the connection's close."""
+        conv = self.conversation(event.conn, event.route)
+        side = _SIDE[event.direction]
+        if side in conv.ended:
+            return
+        conv.ended.add(side)
+        self.send(when, conv, side, FIN | ACK)
+        self.send(when, conv, 1 - side, ACK)
+
     def _closed(self, when: int, event: ConnectionClosed) -> None:
         conv = self.conversation(event.conn, event.route)
         resets = event.resets
@@ -296,9 +316,14 @@ class _Exporter:
             for side in sorted({_SIDE[direction] for direction in resets}, reverse=True):
                 self.send(when, conv, side, RST | ACK)
         else:
-            self.send(when, conv, _CLIENT, FIN | ACK)
-            self.send(when, conv, _SERVER, FIN | ACK)
-            self.send(when, conv, _CLIENT, ACK)
+            left = [side for side in (_CLIENT, _SERVER) if side not in conv.ended]
+            if len(left) == 2:
+                self.send(when, conv, _CLIENT, FIN | ACK)
+                self.send(when, conv, _SERVER, FIN | ACK)  # acknowledging the client's
+                self.send(when, conv, _CLIENT, ACK)
+            elif left:
+                self.send(when, conv, left[0], FIN | ACK)
+                self.send(when, conv, 1 - left[0], ACK)
         del self.conversations[event.conn]
 
 
@@ -308,7 +333,7 @@ lines that make none is not held whole)."""
 
 
 def _makes_packets(event: Event, chunks: list[bytes]) -> bool:
-    if isinstance(event, (ConnectionOpened, ConnectionClosed)):
+    if isinstance(event, (ConnectionOpened, ConnectionClosed, StreamEnded)):
         return True
     return bool(chunks) and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded))
 

@@ -30,6 +30,7 @@ __all__ = [
     "Redactor",
     "parse_rule",
     "strings_in",
+    "tool_call_counterpart",
     "worth_chasing",
 ]
 
@@ -68,6 +69,30 @@ def parse_rule(text: str) -> RedactRule:
     if not segments:
         raise ValueError(f"redaction rule {text!r} has no path")
     return RedactRule(text, method or None, segments)
+
+
+TOOL_CALL_ARGUMENTS = ("tools/call", "params", "arguments")
+"""Where an MCP tool call holds the arguments a server makes a plugin's request of."""
+
+
+def tool_call_counterpart(text: str) -> Optional[str]:
+    """For a rule of ``golem-proxy mcp`` that hides a request's ``params`` member on the GOLEM
+    routes but reaches nothing on the MCP hop (``params.code``, or one scoped to a GOLEM
+    method), the rule that hides the same name among a tool call's arguments
+    (``tools/call:params.arguments.code``); None for any other rule. Only a suggestion: which
+    argument becomes which parameter is the server's business, and is not guessed here.
+    Raises ValueError as `parse_rule`."""
+    rule = parse_rule(text)
+    segments = rule.segments
+    if segments[0] != "params":
+        return None  # an answer's value is hidden on the MCP hop once the plugin's had it
+    if rule.method is None:
+        if len(segments) == 1 or segments[1] in ("arguments", "*"):
+            return None  # all of params, or already the MCP hop's arguments
+    elif "/" in rule.method or rule.method == "initialize":
+        return None  # scoped to an MCP method
+    method, params, arguments = TOOL_CALL_ARGUMENTS
+    return ".".join((f"{method}:{params}", arguments, *segments[1:]))
 
 
 class Redactor:

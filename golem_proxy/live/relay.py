@@ -28,7 +28,7 @@ from ..events import (
     UpstreamStatus,
 )
 from ..net.addresses import Route
-from ..net.listeners import connect, connect_reason, open_listener
+from ..net.listeners import BoundSocket, ListenError, bind_listener, connect, connect_reason
 from .connection import Connection
 from .enforce_limits import limit_check_tap
 from .fault_relay import FaultRelay
@@ -78,6 +78,8 @@ class Proxy(ResendConnection):
         self.start_time = 0.0
         self._gates: list[RouteGate] = []
         """One per route: its listener, closed while the upstream refuses (route_gate.py)."""
+        self._unlistened: list[tuple[Route, BoundSocket]] = []
+        """The routes bound by `bind`, not listening until `serve`."""
         self._listeners_closed = False
         self._accepting = trio.CancelScope()
         self._ids = itertools.count(1)
@@ -135,21 +137,39 @@ class Proxy(ResendConnection):
         self.hub.publish(event, self.now())
 
     async def bind(self) -> list[BoundRoute]:
-        """Open every listener (once). Raises ListenError saying which one failed."""
-        if self._gates:
+        """Bind every listener (once), to learn its address (the port of ``:0``), without
+        accepting yet: until `serve` listens, a client is refused as if no proxy ran, rather
+        than accepted and kept waiting while the session starts. Raises ListenError saying
+        which one failed."""
+        if self.bound:
             return list(self.bound)
         try:
             for route in self.routes:
                 allow_public = self.options.allow_public
-                listener = await open_listener(route.listen, allow_public=allow_public)
-                self._gates.append(
-                    RouteGate(route, listener, self.publish, self.now, allow_public=allow_public)
-                )
-                self.bound.append(BoundRoute(route, listener.address))
+                socket = await bind_listener(route.listen, allow_public=allow_public)
+                self._unlistened.append((route, socket))
+                self.bound.append(BoundRoute(route, socket.address))
         except BaseException:
             await self._close_listeners()
             raise
         return list(self.bound)
+
+    def _listen(self) -> None:
+        """Make the bound listeners accept. Raises ListenError (another process took a port
+        bound but not listening yet)."""
+        allow_public = self.options.allow_public
+        try:
+            while self._unlistened:
+                route, socket = self._unlistened.pop(0)
+                listener = socket.listen()
+                self._gates.append(
+                    RouteGate(route, listener, self.publish, self.now, allow_public=allow_public)
+                )
+        except ListenError:
+            for _, socket in self._unlistened:
+                socket.close()
+            self._unlistened.clear()
+            raise
 
     async def unbind(self) -> None:
         """Close the listeners opened by `bind` (when a session fails to start)."""
@@ -159,6 +179,9 @@ class Proxy(ResendConnection):
         if self._listeners_closed:
             return
         self._listeners_closed = True
+        for _, socket in self._unlistened:
+            socket.close()
+        self._unlistened.clear()
         with trio.CancelScope(shield=True):
             for gate in self._gates:
                 await gate.aclose()
@@ -173,6 +196,11 @@ class Proxy(ResendConnection):
         whatever is left. Cancelling it instead cuts everything at once. Raises ListenError
         (before reporting started)."""
         await self.bind()
+        try:
+            self._listen()
+        except BaseException:
+            await self._close_listeners()
+            raise
         if not self.start_time:
             self.start_time = trio.current_time()
         stopping: Optional[float] = None

@@ -4,6 +4,7 @@ rules that apply to every server golem-proxy runs: loopback unless asked, Unix s
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -19,8 +20,10 @@ from .addresses import Address
 _LINGER_RESET = struct.pack("ii", 1, 0)
 
 __all__ = [
+    "BoundSocket",
     "ListenError",
     "Listener",
+    "bind_listener",
     "close_abortively",
     "connect",
     "connect_reason",
@@ -52,12 +55,62 @@ async def open_listener(
     address: Address, *, allow_public: bool = False, backlog: int = 128
 ) -> Listener:
     """Bind and listen on ``address``. Raises ListenError with a user-facing message."""
+    bound = await bind_listener(address, allow_public=allow_public, backlog=backlog)
+    return bound.listen()
+
+
+@dataclass
+class BoundSocket:
+    """A listener's socket bound to its address (with the real port for port 0) that accepts
+    nothing yet: a client connecting now is refused, as if nothing listened, rather than
+    accepted and kept waiting until the server is ready. `listen` makes it a `Listener`."""
+
+    sock: trio.socket.SocketType
+    address: Address
+    backlog: int
+    staging: Optional[str] = None
+    """A Unix socket: the private name it is bound under, linked to its path once it listens
+    (None: bound at its path itself)."""
+
+    def listen(self) -> Listener:
+        """Accept connections from now on. Raises ListenError (then the socket is closed)."""
+        try:
+            self.sock.listen(self.backlog)
+            if self.staging is not None:
+                assert self.address.path is not None
+                # Fails rather than replace a socket bound there meanwhile.
+                os.link(self.staging, self.address.path)
+                self._drop_staging()
+        except OSError as exc:
+            self.close()
+            raise ListenError(f"cannot listen on {self.address}: {exc.strerror or exc}") from exc
+        return Listener(trio.SocketListener(self.sock), self.address)
+
+    def close(self) -> None:
+        """Close it without ever listening (a session that failed to start)."""
+        self.sock.close()
+        self._drop_staging()
+        if self.staging is None and self.address.is_unix:
+            remove_unix_socket(self.address)
+
+    def _drop_staging(self) -> None:
+        if self.staging is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.staging)
+            self.staging = None
+
+
+async def bind_listener(
+    address: Address, *, allow_public: bool = False, backlog: int = 128
+) -> BoundSocket:
+    """Bind a listener's socket to ``address`` without listening yet (`BoundSocket`). Raises
+    ListenError with a user-facing message."""
     if not address.is_loopback() and not allow_public:
         raise ListenError(
             f"refusing to listen on non-loopback address {address} without --listen-public"
         )
     if address.is_unix:
-        return await _open_unix_listener(address, backlog)
+        return await _bind_unix(address, backlog)
     sock = trio.socket.socket(
         trio.socket.AF_INET6 if ":" in address.host else trio.socket.AF_INET,
         trio.socket.SOCK_STREAM,
@@ -65,18 +118,17 @@ async def open_listener(
     try:
         sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
         await sock.bind((address.host, address.port))
-        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
     port = sock.getsockname()[1]
-    return Listener(trio.SocketListener(sock), Address(address.host, port))
+    return BoundSocket(sock, Address(address.host, port), backlog)
 
 
 _UNIX_PATH_MAX = 108  # sun_path, terminating NUL included (Linux)
 
 
-async def _open_unix_listener(address: Address, backlog: int) -> Listener:
+async def _bind_unix(address: Address, backlog: int) -> BoundSocket:
     path = address.path
     assert path is not None
     directory = os.path.dirname(os.path.abspath(path))
@@ -98,26 +150,22 @@ async def _open_unix_listener(address: Address, backlog: int) -> Listener:
     # bind() creates the socket file before listen() makes it accept: a client that waits for
     # the file to appear could connect in between and be refused. So the socket is bound
     # under a private name and linked into place once it listens (when that name fits).
-    staging = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.binding")
-    if len(os.fsencode(staging)) >= _UNIX_PATH_MAX:
-        staging = path
+    private = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.binding")
+    staging = private if len(os.fsencode(private)) < _UNIX_PATH_MAX else None
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # the socket file is created 0600, never briefly wider
     try:
-        await sock.bind(staging)
-        os.chmod(staging, 0o600)
-        sock.listen(backlog)
-        if staging != path:
-            try:
-                os.link(staging, path)  # fails rather than replace a socket bound meanwhile
-            finally:
-                os.unlink(staging)
+        await sock.bind(path if staging is None else staging)
+        os.chmod(path if staging is None else staging, 0o600)
     except OSError as exc:
         sock.close()
+        if staging is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staging)
         raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
     finally:
         os.umask(old_umask)
-    return Listener(trio.SocketListener(sock), address)
+    return BoundSocket(sock, address, backlog, staging)
 
 
 async def _replace_stale_socket(path: str) -> None:

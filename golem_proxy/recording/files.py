@@ -19,7 +19,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Optional
 
 from golem_core.regular_files import NotARegularFile, file_kind, open_regular
 
@@ -28,10 +28,13 @@ from .schema import RecordingError
 __all__ = [
     "NotARegularFile",
     "check_replaceable",
+    "discard_beside",
+    "open_beside",
     "open_private",
     "open_recording",
     "open_regular",
     "private_temp_file",
+    "put_in_place",
     "replacing",
     "write_private",
 ]
@@ -74,6 +77,37 @@ def open_private(path: str, *, overwrite: bool = False) -> IO[bytes]:
         raise _symlink_error(exc, path) from None
     os.fchmod(fd, 0o600)  # the umask cannot widen it, but an existing file kept its mode
     return os.fdopen(fd, "wb")
+
+
+def open_beside(path: str, *, overwrite: bool = False) -> tuple[IO[bytes], Optional[str]]:
+    """Create what is to become ``path``, as `open_private` does, without touching a file
+    already there: with ``overwrite`` and something at ``path``, the new file is a private
+    (0600) temporary file in the same directory, whose path is returned second, and the old
+    file stays whole until `put_in_place` renames the new one over it (a recording given to
+    ``--overwrite`` is lost only to a session that started). Otherwise the file is ``path``
+    itself (second: None). Raises OSError as `open_private` does (EPERM for a file that is
+    not the user's to replace)."""
+    if not overwrite or not os.path.lexists(path):
+        return open_private(path, overwrite=overwrite), None
+    check_replaceable(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    return os.fdopen(fd, "wb"), temp
+
+
+def put_in_place(temp: str, path: str) -> None:
+    """Rename ``temp`` (from `open_beside`) over ``path``: what was there is gone from then
+    on, what is open of either stays open. Refused (OSError) when ``path`` became something
+    that is not the user's to replace meanwhile (`check_replaceable`)."""
+    check_replaceable(path)
+    os.replace(temp, path)
+
+
+def discard_beside(temp: str) -> None:
+    """Remove ``temp`` (from `open_beside`), never put in place: the file it was to replace
+    stays as it was."""
+    with contextlib.suppress(OSError):
+        os.unlink(temp)
 
 
 def _open_existing(path: str, nofollow: int) -> int:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Optional
 
 from ..events import SessionEnded
-from .files import open_private
+from .files import discard_beside, open_beside, put_in_place
 from .schema import KIND_MEMBERS, SESSION_END_KIND, dumps
 
 __all__ = [
@@ -60,37 +60,61 @@ def session_end_line(seq: int, ended: SessionEnded) -> bytes:
 @dataclass
 class RecordingFile:
     """The recording as the forwarding process holds it: the descriptor the observing process
-    writes through (shared with it), and one to read it back, to end it if that process dies."""
+    writes through (shared with it), and one to read it back, to end it if that process dies.
+
+    A recording that replaces a file (``--overwrite``) is written beside it until the session
+    has started (`put_in_place`): an observing process that fails to start leaves the old one
+    whole (`close` removes the new one)."""
 
     write_fd: int
     read_fd: int
     closed: bool = False
+    pending: Optional[tuple[str, str]] = None
+    """While the new file waits beside the one it replaces: (its path, the path it takes)."""
 
     @classmethod
     def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
         """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
-        ``overwrite`` it must not exist). Raises OSError."""
-        with open_private(path, overwrite=overwrite) as stream:
+        ``overwrite`` it must not exist; with it, a file there stays until `put_in_place`).
+        Raises OSError."""
+        stream, temp = open_beside(path, overwrite=overwrite)
+        with stream:
             write_fd = os.dup(stream.fileno())
+        opened = path if temp is None else temp
         try:
-            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            read_fd = os.open(opened, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             written, read = os.fstat(write_fd), os.fstat(read_fd)
             if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
                 os.close(read_fd)
                 raise OSError(f"{path}: replaced while it was being opened")
         except BaseException:
             os.close(write_fd)
+            if temp is not None:
+                discard_beside(temp)
             raise
-        return cls(write_fd, read_fd)
+        return cls(write_fd, read_fd, pending=None if temp is None else (temp, path))
+
+    def put_in_place(self) -> None:
+        """The session started (its header is written): the recording takes its path, over
+        the file it replaces, if it was written beside one. Raises OSError (then it is
+        removed: `close`)."""
+        if self.pending is not None:
+            temp, path = self.pending
+            put_in_place(temp, path)
+            self.pending = None
 
     def close(self) -> None:
-        """Close both descriptors (once: a number closed twice may be another file's by then)."""
+        """Close both descriptors (once: a number closed twice may be another file's by then);
+        a recording never put in place is removed, the file it was to replace left whole."""
         if self.closed:
             return
         self.closed = True
         for fd in (self.write_fd, self.read_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if self.pending is not None:
+            discard_beside(self.pending[0])
+            self.pending = None
 
 
 def end_recording(record: RecordingFile, t: float, detail: str) -> None:

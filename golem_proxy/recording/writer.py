@@ -16,7 +16,7 @@ from golem_core.profiles import Profile, get_profile
 
 from .. import events
 from ..events import Direction, Event
-from .files import open_private
+from .files import discard_beside, open_beside, put_in_place
 from .frame_lines import b64, encode_frame, json_str, tool_calls_json
 from .page_cache import WrittenPages
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
@@ -261,8 +261,21 @@ class RecordingWriter:
     def create(
         cls, path: str, header: Header, *, overwrite: bool = False, from_tap: bool = False
     ) -> RecordingWriter:
-        """Open ``path`` (mode 0600) and write the header. Raises OSError (FileExistsError)."""
-        return cls(open_private(path, overwrite=overwrite), header, from_tap=from_tap)
+        """Open ``path`` (mode 0600) and write the header. With ``overwrite``, a file already
+        there is replaced only once the header is written (the new one is written beside it
+        and renamed over it): a writer that fails to start leaves it whole. Raises OSError
+        (FileExistsError)."""
+        stream, temp = open_beside(path, overwrite=overwrite)
+        try:
+            writer = cls(stream, header, from_tap=from_tap)
+            if temp is not None:
+                put_in_place(temp, path)
+        except BaseException:
+            stream.close()
+            if temp is not None:
+                discard_beside(temp)
+            raise
+        return writer
 
     def position(self) -> Optional[int]:
         """The offset in the file where the next line written will start (what is queued by

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import struct
+import tempfile
 
 import pytest
 import trio
@@ -23,9 +25,12 @@ from golem_proxy.events import (
     UpstreamStatus,
     ViolationSeen,
 )
+from golem_proxy.live.hub import EventHub
 from golem_proxy.live.proxy_options import ProxyOptions
+from golem_proxy.live.relay import Proxy
 from golem_proxy.live.tap import ObserveLimits
-from golem_proxy.net.addresses import Address
+from golem_proxy.net.addresses import Address, Route, parse_address
+from golem_proxy.net.listeners import connect as open_address
 from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import (
     GolemClient,
@@ -351,3 +356,32 @@ async def test_stop_drains_a_call_in_flight_and_refuses_new_clients(
         await proxy.session.finished.wait()
     closed = proxy.of_type(ConnectionClosed)
     assert [c.reason for c in closed] == ["client closed"]
+
+
+async def test_a_proxy_bound_but_not_serving_refuses_clients_and_leaves_nothing() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "s.sock")
+        routes = [
+            Route("main", Address("127.0.0.1", 0), Address("127.0.0.1", 9)),
+            Route("gh", parse_address(f"unix:{path}"), Address("127.0.0.1", 9)),
+        ]
+        proxy = Proxy(routes, GOLEM, EventHub())
+        tcp, unix = await proxy.bind()
+        assert tcp.listen.port != 0  # the banner and the header name the real port already
+        # Refused, as with no proxy at all, rather than accepted and kept waiting until the
+        # session starts (its observing process may take a second).
+        with pytest.raises(ConnectionRefusedError):
+            await open_address(tcp.listen)
+        with pytest.raises(OSError):
+            await open_address(unix.listen)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            for bound in (tcp, unix):
+                stream = await open_address(bound.listen)
+                await stream.aclose()
+            proxy.stop()
+        # A session that fails to start leaves no socket file, staged or not.
+        second = Proxy(routes[1:], GOLEM, EventHub())
+        await second.bind()
+        await second.unbind()
+        assert os.listdir(directory) == []

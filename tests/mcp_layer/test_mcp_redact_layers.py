@@ -6,6 +6,7 @@ the session, the MCP hop's and the plugin's (it was recorded in clear in the GOL
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,27 @@ def _strings(node: Any) -> Iterator[str]:
     elif isinstance(node, list):
         for item in node:
             yield from _strings(item)
+
+
+def test_a_rule_that_hides_only_the_golem_parameter_says_where_the_tool_call_has_it(
+    tmp_path: Path,
+) -> None:
+    """``--redact params.code`` hides the GOLEM request's code, but the tool call that came
+    first holds it under ``params.arguments``, recorded in clear: the wrapper says so when it
+    starts, and names the rule that would hide it there, without guessing it in."""
+    rules = ["params.code", "scripting.execute_python:params.code"]
+    rules += ["tools/call:params.arguments.name", "params.arguments.text", "result.image"]
+    args = [arg for rule in rules for arg in ("--redact", rule)]
+    done = run_cli(
+        "mcp", *args, "--record", str(tmp_path / "r.jsonl"), "--", sys.executable, "-c", "pass"
+    )
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "the tool call's arguments" in line]
+    assert said == [
+        "golem-proxy: mcp: --redact params.code hides GOLEM's params.code; the tool call's "
+        "arguments are params.arguments.*: add --redact tools/call:params.arguments.code to "
+        "hide it there too",
+        "golem-proxy: mcp: --redact scripting.execute_python:params.code hides GOLEM's "
+        "params.code; the tool call's arguments are params.arguments.*: add --redact "
+        "tools/call:params.arguments.code to hide it there too",
+    ]

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from golem_proxy.recording.files import open_private
 from golem_proxy.recording.format import RecordingReader, RecordingWriter, open_recording
 from golem_proxy.recording.writer_lock import WRITER_LOCK, writer_holds_lock
 from tests.support.sessions import golem_header
@@ -61,9 +62,11 @@ def test_the_header_says_only_what_this_writer_holds(tmp_path: Path) -> None:
     RecordingWriter(copy, header).flush()
     assert copy.getvalue() == path.read_bytes().splitlines(keepends=True)[0]
     # A file whose lock another holds: this writer holds none and its header says none.
+    # (Written through a descriptor of that same file: one created to replace it, as
+    # `--overwrite` does, is a new file, whose lock its writer holds.)
     other = tmp_path / "other.jsonl"
     other.write_bytes(b"")
     with open(other, "rb") as holder:
         fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
-        RecordingWriter.create(str(other), header, overwrite=True).close()
+        RecordingWriter(open_private(str(other), overwrite=True), header).close()
     assert WRITER_LOCK not in _header(other)

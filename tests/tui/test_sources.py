@@ -15,6 +15,7 @@ import pytest
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import SessionEnded
+from golem_proxy.recording.files import open_private
 from golem_proxy.recording.format import (
     SESSION_END_PROMISE,
     RecordingError,
@@ -179,13 +180,14 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
 
 
 def _session(path: Path, calls: int, started_at: str) -> None:
-    """A recording of ``calls`` pings on one connection, written anew at ``path``."""
+    """A recording of ``calls`` pings on one connection, written anew at ``path``: the same
+    file truncated, when there is one (``--overwrite`` would put a new file in its place)."""
     s = SessionBuilder()
     s.open(1, 0.0)
     for n in range(calls):
         s.respond(s.request(1, "ping", {}, 0.1 + n), 0.2 + n, result={})
     header = dataclasses.replace(golem_header(), started_at=started_at)
-    with RecordingWriter.create(str(path), header, overwrite=True) as writer:
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
         for event in s.events:
             writer.write(event)
 
