@@ -23,6 +23,7 @@ from golem_core.rulebook import RULES
 
 from ..events import Direction, Event, ViolationSeen
 from .flows import Flow
+from .proxy_notes import violation_by_proxy
 
 __all__ = [
     "CATALOGUE_RULE_PREFIX",
@@ -47,6 +48,14 @@ class Finding:
     direction: Optional[str]
     source: str
     """``recorded`` (by the proxy), ``recheck`` (found again now) or ``catalogue``."""
+    by_proxy: Optional[str] = None
+    """The proxy's own step that made the violation (``--fault corrupt``, ``intercept:edit``:
+    `proxy_by`), not the frame's sender: no error or warning of a peer's."""
+
+    @property
+    def counts(self) -> bool:
+        """Whether the finding is a peer's: one the proxy made (`by_proxy`) is not."""
+        return self.by_proxy is None
 
     @property
     def rule(self) -> str:
@@ -65,6 +74,8 @@ class Finding:
             direction=self.direction,
             source=self.source,
         )
+        if self.by_proxy is not None:
+            data["by_proxy"] = self.by_proxy
         return data
 
 
@@ -79,12 +90,18 @@ class RuleGroup:
     def count(self) -> int:
         return len(self.findings)
 
+    @property
+    def by_proxy(self) -> bool:
+        """Whether the proxy made every violation of the group (`Finding.by_proxy`)."""
+        return all(not finding.counts for finding in self.findings)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "severity": self.severity.value,
             "summary": self.summary,
             "count": self.count,
+            "by_proxy": self.by_proxy,
             "findings": [finding.to_json() for finding in self.findings],
         }
 
@@ -119,6 +136,16 @@ class _Locator:
         return self.by_frame.get((event.conn, event.direction.value, event.frame_index))
 
 
+def proxy_by(
+    flow: Optional[Flow], direction: Optional[Direction], violation: Violation
+) -> Optional[str]:
+    """The proxy's step that made ``violation``, found in ``flow``'s frame of ``direction``
+    (`violation_by_proxy` of the steps the flow tracker placed on it), or None."""
+    if flow is None or not flow.faults:
+        return None
+    return violation_by_proxy(flow.faults, direction, violation)
+
+
 def _located(
     violation: Violation, flow: Optional[Flow], direction: Optional[Direction], source: str
 ) -> Finding:
@@ -129,6 +156,7 @@ def _located(
         flow.method if flow is not None else None,
         direction.value if direction is not None else None,
         source,
+        proxy_by(flow, direction, violation),
     )
 
 
@@ -231,11 +259,13 @@ def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
         groups.setdefault(finding.rule, []).append(finding)
     result = []
     for rule_id, members in groups.items():
+        # The proxy's own (`Finding.by_proxy`) set no severity while a peer's is there.
+        counted = [f for f in members if f.counts] or members
         severity = (
             Severity.ERROR
-            if any(f.severity is Severity.ERROR for f in members)
+            if any(f.severity is Severity.ERROR for f in counted)
             else Severity.WARNING
         )
         result.append(RuleGroup(rule_id, severity, rule_summary(rule_id), tuple(members)))
-    result.sort(key=lambda g: (g.severity is not Severity.ERROR, -g.count, g.rule))
+    result.sort(key=lambda g: (g.by_proxy, g.severity is not Severity.ERROR, -g.count, g.rule))
     return result

@@ -14,6 +14,7 @@ from ..events import FrameSeen
 from ..released_payload import ReleasedPayload
 from .filter_tree import FilterError, Predicate
 from .flows import Flow
+from .proxy_notes import acted
 from .tool_calls import LAYER_MCP, attributed_tool, attribution_refs, layer_of, tool_of
 
 __all__ = ["FILTER_HELP", "SPECS", "LikelyTools", "Spec", "build_predicate", "frame_text"]
@@ -217,6 +218,11 @@ def _marked(flow: Flow) -> bool:
     return flow.marked
 
 
+def _by_proxy(flow: Flow) -> bool:
+    # The proxy's own steps placed on the row (`Flow.faults`), but for a fault not applied.
+    return any(acted(step) for step in flow.faults)
+
+
 def _request_side(flow: Flow, profile: Profile) -> bool:
     # mitmproxy's ~q: a request without a response. What an intercepted request looks like
     # before it is forwarded, so `--intercept '~q'` holds requests and never responses.
@@ -254,6 +260,12 @@ SPECS: dict[str, Spec] = {
             _response_side,
         ),
         Spec("marked", None, "flows marked in the TUI", _const(_marked)),
+        Spec(
+            "fault",
+            None,
+            "flows the proxy acted on: a --fault it injected, an --intercept step",
+            _const(_by_proxy),
+        ),
         Spec(
             "tool",
             "REGEX",

@@ -27,6 +27,8 @@ Filters (REGEX is a Python regular expression searched case-insensitively)::
     ~q [REGEX]    alone: a request with no response (yet); with REGEX: request body matches
     ~s [REGEX]    alone: a flow with a response; with REGEX: response body matches
     ~marked       flows marked in the TUI
+    ~fault        flows the proxy acted on: a --fault it injected (but one not applied),
+                  a step of an --intercept (the status says which)
     ~tool REGEX   an MCP tool call whose tool matches, or a GOLEM flow it caused; in a
                   recording without an MCP layer, given a catalogue's method → tool map, a
                   GOLEM flow one of whose likely tools matches (a guess)

@@ -35,6 +35,7 @@ from ..status_tone import (
     undelivered_status,
 )
 from ..terminal import safe_text
+from .proxy_notes import proxy_words
 from .server_stderr import ServerStderr
 
 __all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
@@ -330,6 +331,20 @@ class Flow:
         return Tone.WAITING  # no answer yet, or a connection closed cleanly before a byte
 
     def status(self, profile: Profile) -> str:
+        """The row's status (`plain_status`) with what the proxy itself did to its frames
+        after it (`proxy_words`): ``TIMEOUT (--fault error)``, ``ok (answered by hand)``,
+        ``unanswered (withheld: --fault drop)``, ``ok (+31.0 s --fault delay)``: an answer
+        the proxy made, withheld or held is never read as its receiver's or sender's."""
+        status = self.plain_status(profile)
+        if not self.faults:
+            return status
+        said = [self.withholding] if self.withheld_by else []
+        if self.stream_ended is not None and self.stream_ended.cut:
+            said += [step for step in self.faults if step.fault == "truncate"]
+        words = proxy_words(self.faults, [step for step in said if step is not None])
+        return f"{status} ({words})" if words else status
+
+    def plain_status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
         ``malformed:KIND``, …), ``oversized``, ``pending`` (``pending (recording ended)``,
         ``(session ended)``, once nothing more will be read: `ended_waiting`), ``unanswered``

@@ -103,8 +103,15 @@ class FlowTracker(SettledRows):
         self._last_unpaired: dict[tuple[int, Direction], tuple[int, Flow]] = {}
         # The tap follows a framing error with its violation (no frame index): keep the row.
         self._frame_errors: dict[tuple[int, Direction], Flow] = {}
-        # Each connection's newest row: where a fault the proxy injected is told.
+        # Each connection's newest row: where a fault the proxy injected is told when no
+        # frame of its places it (`_flow_for_fault`).
         self._latest: dict[int, Flow] = {}
+        # The row of each connection's and direction's last frame (an answer's is its
+        # request's): the proxy's step on a frame it sent (or recorded as sent) follows it.
+        self._framed: dict[tuple[int, Direction], Flow] = {}
+        # A frame the proxy cut (``--fault truncate``) before it was read: its framing error
+        # row, when it comes, is the proxy's doing.
+        self._cut: dict[tuple[int, Direction], FaultInjected] = {}
         self._stderr = ServerStderrs()
         self.on_output: Optional[Callable[[ProcessOutput], None]] = None
         """Told every chunk a wrapped server wrote to its stderr, as it is read (the
@@ -130,6 +137,9 @@ class FlowTracker(SettledRows):
         if isinstance(event, FramingErrorSeen):
             flow = self._new_flow(event.conn, event.route)
             flow.frame_error = event
+            cut = self._cut.pop((event.conn, event.direction), None)
+            if cut is not None:
+                flow.faults += (cut,)
             self._frame_errors[(event.conn, event.direction)] = flow
             self._counts.count_bytes(event.conn, event.direction, len(event.raw), self.observer)
             return self._settled(flow)
@@ -191,6 +201,8 @@ class FlowTracker(SettledRows):
         ids = {id(flow) for flow in gone}
         for conn in [conn for conn, flow in self._latest.items() if id(flow) in ids]:
             del self._latest[conn]
+        for side in [side for side, flow in self._framed.items() if id(flow) in ids]:
+            del self._framed[side]
         for key in [key for key, (_, flow) in self._last_unpaired.items() if id(flow) in ids]:
             del self._last_unpaired[key]
         for key in [key for key, flow in self._frame_errors.items() if id(flow) in ids]:
@@ -260,8 +272,10 @@ class FlowTracker(SettledRows):
             self._answers_of.setdefault(frame.conn, set()).add(key)
             if flow is not None:  # answered: no gap of the proxy's lets it go any more
                 forget_in_group(self._requests_of, asked[:2], asked)
+                self._framed[(frame.conn, frame.direction)] = flow
             return flow
         flow = self._new_flow(frame.conn, frame.route)
+        self._framed[(frame.conn, frame.direction)] = flow
         if frame.is_request:
             flow.request = frame
             if frame.expects_answer:
@@ -391,10 +405,56 @@ class FlowTracker(SettledRows):
             # number only (`ConnectionCounts.forget`).
             self._counts.forget(conn)
             self._latest.pop(conn, None)
+            for direction in Direction:
+                self._framed.pop((conn, direction), None)
+        for direction in Direction:
+            self._cut.pop((conn, direction), None)
         return changed
 
     def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:
+        """The row of the frame the proxy acted on, as the step's event places it: it is
+        published right after that frame when the frame was sent or recorded as sent (a
+        delay, a corruption, an error's withheld request, an edit, an acceptance), so it is
+        the row of the connection's last frame that way; a frame not recorded (an answer
+        withheld, held, or cut short) is the answer of the oldest request of its method still
+        waiting on the connection whose answer the proxy has not decided on yet (none: no
+        row); a request cut short is the framing error it becomes."""
         held = isinstance(event, InterceptStep) and event.kind is InterceptKind.HELD
         if held and event.direction is Direction.C2S:
             return None  # an intercepted request not recorded yet: its decision follows it
-        return self._latest.get(event.conn)
+        side = (event.conn, event.direction)
+        cut = isinstance(event, FaultInjected) and event.fault == "truncate"
+        unrecorded = cut or (
+            event.direction is Direction.S2C
+            and (
+                event.withheld
+                or (
+                    isinstance(event, InterceptStep)
+                    and event.kind in (InterceptKind.HELD, InterceptKind.LOST)
+                )
+            )
+        )
+        if cut:
+            assert isinstance(event, FaultInjected)
+            self._cut[side] = event
+            if event.direction is Direction.C2S:
+                return None  # the request is the framing error it becomes
+        if not unrecorded:
+            return self._framed.get(side) or self._latest.get(event.conn)
+        asked = (event.conn, event.direction.reverse)
+        for key in self._requests_of.get(asked, {}):
+            flow = self._by_request[key]
+            if flow.method == event.method and not _answer_decided(flow):
+                return flow
+        # Its request is not waiting here (let go, or before this view): no row is its.
+        return None
+
+
+def _answer_decided(flow: Flow) -> bool:
+    """Whether the proxy already decided the fate of ``flow``'s answer (a step on it other
+    than holding it: the decision that follows a hold lands on the same row)."""
+    return any(
+        step.direction is Direction.S2C
+        and not (isinstance(step, InterceptStep) and step.kind is InterceptKind.HELD)
+        for step in flow.faults
+    )

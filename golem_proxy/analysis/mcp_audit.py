@@ -31,7 +31,7 @@ from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request
 from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FrameSeen
-from .audit import Finding
+from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
 from .flows import Flow
 from .late_answers import late_violation
@@ -289,7 +289,15 @@ class McpAuditor:
         return Finding(found, call.flow, call.conn, TOOLS_CALL, Direction.C2S.value, SOURCE)
 
     def _finding(self, found: Violation, flow: Flow, direction: Direction) -> Finding:
-        return Finding(found, flow.number, flow.conn, flow.method, direction.value, SOURCE)
+        return Finding(
+            found,
+            flow.number,
+            flow.conn,
+            flow.method,
+            direction.value,
+            SOURCE,
+            proxy_by(flow, direction, found),
+        )
 
 
 def _id_key(ident: Any) -> tuple[str, Any]:

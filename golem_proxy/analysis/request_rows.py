@@ -19,6 +19,7 @@ from typing import Optional
 from ..events import Direction, ExchangeCompleted, GapReason, InterceptStep
 from ..terminal import safe_text
 from .flows import Flow
+from .proxy_notes import step_names
 from .reading_notes import reading_notes
 from .tool_calls import is_tool_call, mcp_routes
 from .trace import FlowReader, open_flows
@@ -140,6 +141,10 @@ class RequestRows:
     answered in the plugin's place (``--fault error``, an intercepted request answered by
     hand), with the step that did it (``fault error:code=TIMEOUT``): the plugin never got
     them, so a replay to a plugin does not send them."""
+    acted: dict[int, str] = field(default_factory=dict)
+    """The rows the proxy itself acted on (`Flow.faults`), by row: the steps it took
+    (``--fault error``, ``intercept:edit``: `step_names`), so that a difference there is
+    said to be the proxy's doing."""
 
     def add_exchange(self, number: int, route: str, request_t: float, response_t: float) -> None:
         self.numbers.append(number)
@@ -185,6 +190,9 @@ def collect(reader: FlowReader, tool_calls: Optional[list[ToolCall]] = None) -> 
             answered_by = _answered_by_proxy(flow)
             if answered_by is not None:
                 found.by_proxy[flow.number] = answered_by
+            steps = step_names(flow.faults)
+            if steps:
+                found.acted[flow.number] = safe_text(", ".join(steps), 80)
             if gap is not None:
                 status = flow.status(profile)
                 found.gaps.append(

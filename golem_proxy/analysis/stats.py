@@ -5,6 +5,10 @@ TUI. Percentiles use the **nearest-rank** method: the p-th percentile of n sorte
 the value at rank ``ceil(p / 100 * n)`` (1-based), so it is always a latency that was actually
 measured, and p100 is the maximum. Only flows with both a request and a response have a
 latency; pending, evicted, unanswered and framing-error rows count but add no latency.
+
+A row the proxy itself acted on (``--fault``, ``--intercept``: an answer it made or withheld,
+a frame it held, corrupted or cut, `Flow.faults`) is counted apart (``by_proxy``): in the
+count, never in the errors, the error rate or the latencies, which are the peers'.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, Optional
 from golem_core.messages import Malformed
 
 from .flows import Flow
+from .proxy_notes import acted
 from .trace import json_ms
 
 __all__ = [
@@ -100,11 +105,15 @@ class MethodStats:
     """GOLEM answers that came after their tool call returned (`FrameSeen.late`)."""
     not_own: int = 0
     """Tool calls whose result is another GOLEM exchange's answer (`FrameSeen.answer_of`)."""
+    by_proxy: int = 0
+    """Flows the proxy itself acted on (`Flow.faults`): in ``count``, not in ``errors``, the
+    error rate or ``latency``."""
 
     @property
     def error_rate(self) -> float:
-        """Errors per flow, 0.0 for no flows."""
-        return self.errors / self.count if self.count else 0.0
+        """Errors per flow the proxy did not act on, 0.0 for none."""
+        peers = self.count - self.by_proxy
+        return self.errors / peers if peers else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +127,7 @@ class MethodStats:
             "with_violations": self.with_violations,
             "late": self.late,
             "not_own": self.not_own,
+            "by_proxy": self.by_proxy,
             "latency": self.latency.to_json(),
         }
 
@@ -162,6 +172,7 @@ class _Tally:
     """The counts of one row, and its latencies (all kept: percentiles are exact)."""
 
     __slots__ = (
+        "by_proxy",
         "count",
         "errors",
         "evicted",
@@ -174,12 +185,15 @@ class _Tally:
 
     def __init__(self) -> None:
         self.count = self.errors = self.pending = self.with_violations = self.evicted = 0
-        self.late = self.not_own = 0
+        self.late = self.not_own = self.by_proxy = 0
         self.latencies: list[float] = []
 
     def add(self, flow: Flow) -> None:
         self.count += 1
-        self.errors += flow.is_error
+        # The proxy's answer, withholding or delay: in none of the peers' errors or latencies.
+        by_proxy = any(acted(step) for step in flow.faults)
+        self.by_proxy += by_proxy
+        self.errors += flow.is_error and not by_proxy
         self.pending += flow.pending
         self.evicted += flow.let_go
         self.with_violations += flow.has_violation
@@ -188,7 +202,7 @@ class _Tally:
             self.late += response.late
             self.not_own += response.answer_of is not None
         latency = flow.latency
-        if latency is not None:
+        if latency is not None and not by_proxy:
             self.latencies.append(latency)
 
     def row(self, route: str, method: str) -> MethodStats:
@@ -203,6 +217,7 @@ class _Tally:
             self.evicted,
             self.late,
             self.not_own,
+            self.by_proxy,
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from .call_outage import routes_down, went_down
 from .flows import Flow
+from .proxy_notes import acted
 from .stats import LatencySummary, summarize_latencies
 from .tool_calls import ToolCallIndex, tool_call_error
 from .trace import json_ms
@@ -51,6 +52,10 @@ class ToolStats:
     unknown: int = 0
     """Its calls whose outcome is not known, neither failed nor succeeded: pending at the
     end, let go past the pairing limits, or answered in a gap (`tool_call_error` None)."""
+    by_proxy: int = 0
+    """Its calls a GOLEM flow of which the proxy itself acted on (``--fault``,
+    ``--intercept``: `Flow.faults`): the Rhino and server means leave them out, as their
+    time in Rhino is partly the proxy's."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +74,7 @@ class ToolStats:
             "calls_went_down": self.went_down_during,
             "calls_met_route_down": self.met_route_down,
             "unknown": self.unknown,
+            "by_proxy": self.by_proxy,
         }
 
 
@@ -92,7 +98,8 @@ class ToolStatsBuilder:
 
 def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
     answered = [call for call in calls if call.latency is not None]
-    split = [call for call in answered if not call.shared]
+    proxied = [call for call in calls if _by_proxy(call)]
+    split = [call for call in answered if not call.shared and call not in proxied]
     rhino = [call.rhino_time for call in split]
     server = [call.server_time or 0.0 for call in split]
     return ToolStats(
@@ -111,4 +118,10 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         sum(1 for call in calls if went_down(call.flow)),
         sum(1 for call in calls if routes_down(call.flow) or went_down(call.flow)),
         sum(1 for call in calls if tool_call_error(call.flow) is None),
+        len(proxied),
     )
+
+
+def _by_proxy(call: ToolCall) -> bool:
+    """Whether the proxy acted on a GOLEM flow of ``call`` (`Flow.faults`)."""
+    return any(acted(step) for flow in call.golem for step in flow.faults)

@@ -128,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
         console(stderr=True).print(Text(text, style="yellow"))
     drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
     contract = group_by_rule(f for f in findings if not f.rule.startswith(CATALOGUE_RULE_PREFIX))
-    errors = sum(1 for f in findings if f.severity is Severity.ERROR)
-    warnings = len(findings) - errors
+    # A violation the proxy made (--fault, --intercept) is listed, never a peer's to fail on.
+    proxy_made = sum(1 for f in findings if not f.counts)
+    errors = sum(1 for f in findings if f.counts and f.severity is Severity.ERROR)
+    warnings = len(findings) - proxy_made - errors
     failed = errors > 0 or (args.strict and warnings > 0)
     complete = coverage.complete
     collector.add_findings(drift)
@@ -141,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             "flows": trace.flow_count,
             "errors": errors,
             "warnings": warnings,
+            "by_proxy": proxy_made,
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
             "failed_flows": {"count": sum(failures.values()), "by_status": dict(failures)},
@@ -172,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
             f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in "
             f"{counted(trace.flow_count, 'flow')}"
         )
+        if proxy_made:
+            verdict += (
+                f"; {counted(proxy_made, 'violation')} made by the proxy itself "
+                "(--fault, --intercept), not by a peer: not counted"
+            )
         style = "bold red" if failed else "bold green"
         if not complete:  # never a clean pass: the lines above say what was not inspected
             verdict += "; the session was not inspected whole"
@@ -410,7 +418,7 @@ def _print_rules(out: Console, groups: list[RuleGroup], complete: bool) -> None:
     rows: list[list[Cell]] = [
         [
             _literal(group.rule),
-            severity_text(group.severity),
+            Text("by proxy", style="cyan") if group.by_proxy else severity_text(group.severity),
             str(group.count),
             _literal(group.summary),
         ]
@@ -427,7 +435,7 @@ def _print_rules(out: Console, groups: list[RuleGroup], complete: bool) -> None:
                 finding.direction or "",
                 _literal(finding.method or ""),
                 _literal(finding.violation.path),
-                _literal(finding.violation.message),
+                _finding_message(finding),
             ]
             for finding in group.findings[:_EXAMPLES_PER_RULE]
         ]
@@ -435,6 +443,16 @@ def _print_rules(out: Console, groups: list[RuleGroup], complete: bool) -> None:
         if group.count > _EXAMPLES_PER_RULE:
             more = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
             out.print(Text(more, style="dim"), soft_wrap=True)
+
+
+def _finding_message(finding: Finding) -> Text:
+    """The finding's message, after whose doing it is when the proxy made it."""
+    text = Text()
+    if finding.by_proxy is not None:
+        by = _literal(finding.by_proxy)
+        text.append(f"the proxy's doing ({by}), not the frame's sender's: ", style="cyan")
+    text.append(_literal(finding.violation.message))
+    return text
 
 
 _SUMMARY_COLUMNS = (

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                 report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
             print(json_text(report, indent=2))
         else:
-            render_diff(diff, console(), (args.a, args.b))
+            acted = (a_requests.acted, b_requests.acted)
+            render_diff(diff, console(), (args.a, args.b), acted)
             if tools is not None:
                 render_tool_call_diff(tools, console(), (args.a, args.b))
     finally:

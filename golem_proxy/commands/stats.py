@@ -79,7 +79,9 @@ def tool_table(rows: list[ToolStats]) -> Table:
         "a GOLEM route was not listening (its upstream down: a connection there was refused "
         "unseen); rhino: the GOLEM "
         "exchanges a call caused, within its span, "
-        "server: the rest of its latency (means per answered call with no shared flow)",
+        "server: the rest of its latency (means per answered call with no shared flow, "
+        "and none the proxy acted on); proxy: calls a GOLEM flow of which the proxy itself "
+        "acted on (--fault, --intercept: `show -f ~fault`)",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -93,6 +95,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
         "shared",
         "no conn",
         "down",
+        "proxy",
         "p50",
         "max",
         "rhino",
@@ -110,6 +113,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
             Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),
             _count(row.met_route_down, "yellow"),
+            _count(row.by_proxy, "cyan"),
             Text(ms(row.latency.p50)),
             Text(ms(row.latency.max)),
             Text(ms(row.rhino_mean)),
@@ -131,6 +135,11 @@ OUT_OF_TURN_CAPTION = (
 )
 """Under the table when it counts answers out of turn, in the words `show` uses."""
 OUT_OF_TURN_STYLE = TONE_STYLES[Tone.OUT_OF_TURN]
+PROXY_CAPTION = (
+    "proxy: flows the proxy itself acted on (--fault, --intercept; `show -f ~fault` lists "
+    "them), counted in n, not in err, err% or the latencies, which are the peers'"
+)
+"""Under the table when it counts flows the proxy acted on."""
 
 
 def _columns(optional: dict[str, bool]) -> list[Column]:
@@ -156,13 +165,15 @@ def print_stats(out: Console, stats: Stats, title: str) -> None:
     table_layout.py), piped it is printed whole."""
     every = (*stats.rows, *stats.routes, stats.overall)
     optional = {
+        "proxy": any(row.by_proxy for row in every),
         "pend": any(row.pending for row in every),
         "evict": any(row.evicted for row in every),
         "⚠": any(row.with_violations for row in every),
         "late": any(row.late for row in every),
         "not own": any(row.not_own for row in every),
     }
-    # route, method, count, errors, error %, pending, evicted, ⚠, late, not own, latencies
+    # route, method, count, errors, error %, proxy, pending, evicted, ⚠, late, not own,
+    # latencies
     keep = [True] * 5 + list(optional.values()) + [True] * 4
 
     def cells(row: MethodStats) -> list[Cell]:
@@ -185,6 +196,8 @@ def print_stats(out: Console, stats: Stats, title: str) -> None:
     out.print(Text("latency in ms, percentiles by nearest rank", style="dim"), soft_wrap=True)
     if optional["late"] or optional["not own"]:
         out.print(Text(OUT_OF_TURN_CAPTION, style="dim"), soft_wrap=True)
+    if optional["proxy"]:
+        out.print(Text(PROXY_CAPTION, style="dim"), soft_wrap=True)
 
 
 def _cells(row: MethodStats) -> list[Cell]:
@@ -196,6 +209,7 @@ def _cells(row: MethodStats) -> list[Cell]:
         str(row.count),
         Text(str(row.errors), style="red") if row.errors else "0",
         f"{row.error_rate * 100:.1f}",
+        _count(row.by_proxy, "cyan"),
         str(row.pending),
         str(row.evicted),
         str(row.with_violations) if row.with_violations else "",

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any, NamedTuple, Optional
 
+from ..analysis.proxy_notes import step_names
 from ..analysis.trace import FlowReader, numbers_named
 from ..analysis.two_layer_json import layered_json
 from ..events import ProcessOutput
@@ -70,6 +71,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("late", "BOOLEAN"),
     ("answer_of", "BIGINT"),
     ("status_note", "VARCHAR"),
+    ("faults", "VARCHAR[]"),
 )
 """Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
 (`show`'s ``#``), ``latency`` is in seconds, ``code`` the error code as text (GOLEM mixes
@@ -88,7 +90,9 @@ GOLEM answer that came after its tool call returned (false for every other row);
 exchange's ``n`` (null otherwise, or when that exchange is not in the trace); ``status_note``,
 the words `show` prints after such a row's status (``late: after its tool call #7
 returned``, ``its result is #8's answer (execute_python), not its own: …``), null for every
-other row."""
+other row. ``faults``: what the proxy itself did to the flow's frames, each step once
+(``--fault error``, ``--fault delay``, ``intercept:answer``: `step_names`), empty where it did
+nothing: ``status`` says it in words after the outcome (``TIMEOUT (--fault error)``)."""
 
 ADDED_COLUMNS = frozenset(
     {
@@ -102,6 +106,7 @@ ADDED_COLUMNS = frozenset(
         "late",
         "answer_of",
         "status_note",
+        "faults",
     }
 )
 """The columns added after the first release of the table: a Parquet file exported before
@@ -172,6 +177,8 @@ def flow_rows(trace: FlowReader) -> Iterator[dict[str, Any]]:
             "late": bool(data.get("late")),
             "answer_of": answered.get("flow") if answered is not None else None,
             "status_note": data.get("late_text") or (answered or {}).get("text"),
+            # The proxy's own steps, as the flow tracker placed them (`Flow.faults`).
+            "faults": step_names(flow.faults),
         }
 
 

@@ -6,7 +6,7 @@ Everything a trace or a live plugin said is shown as literal `Text` through `saf
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from rich.console import Console
@@ -109,8 +109,15 @@ def render_verify(result: VerifyResult, console: Console) -> None:
         console.print(f"[red]verify: {len(failed)} of {counted(total, 'exchange')} differ[/red]")
 
 
-def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, str]] = None) -> None:
-    """Each differing pair (changed, only in A, only in B), then a summary."""
+def render_diff(
+    diff: TraceDiff,
+    console: Console,
+    names: Optional[tuple[str, str]] = None,
+    acted: tuple[Mapping[int, str], Mapping[int, str]] = ({}, {}),
+) -> None:
+    """Each differing pair (changed, only in A, only in B), then a summary. ``acted``: the
+    rows of each trace the proxy itself acted on, with its steps (`RequestRows.acted`): a
+    pair with one says so after what it is."""
     a_name, b_name = names or ("A", "B")
     different = diff.different
     cut = False
@@ -122,6 +129,7 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
                 (f"{where} ", "bold"),
                 (safe_text(f"{pair.route} {pair.method or '(malformed)'} "), "bold magenta"),
                 _literal(_pair_said(pair, (a_name, b_name)), "yellow"),
+                _literal(_acted_said(pair, acted), "cyan"),
             )
         )
         if pair.differences:
@@ -179,6 +187,17 @@ def _windowed_calls(windowed: Windowed) -> str:
         f"{windowed.a_span:,} calls of A and {windowed.b_span:,} of B): a call moved further "
         "than that shows as removed and added"
     )
+
+
+def _acted_said(pair: ExchangeDiff, acted: tuple[Mapping[int, str], Mapping[int, str]]) -> str:
+    """`` · the proxy's doing: B#5 --fault error`` when the proxy acted on a side's row
+    (``acted``), so that a difference it made is not read as a peer's; empty otherwise."""
+    said = [
+        f"{trace}#{side.row} {acted[index][side.row]}"
+        for index, (trace, side) in enumerate(zip("AB", (pair.a, pair.b)))
+        if side is not None and side.row is not None and side.row in acted[index]
+    ]
+    return f" · the proxy's doing: {'; '.join(said)}" if said else ""
 
 
 def _pair_said(pair: ExchangeDiff, names: tuple[str, str]) -> str:

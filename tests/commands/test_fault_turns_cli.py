@@ -83,10 +83,10 @@ def test_an_injected_error_waits_for_the_answers_to_earlier_pipelined_requests(
     rows = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(row["method"], row["status"]) for row in rows] == [
         ("debug.sleep", "ok"),
-        ("ping", "TIMEOUT"),
+        ("ping", "TIMEOUT (--fault error)"),
         ("scene.list_layers", "ok"),
-        ("ping", "TIMEOUT"),
-        ("ping", "TIMEOUT"),
+        ("ping", "TIMEOUT (--fault error)"),
+        ("ping", "TIMEOUT (--fault error)"),
     ]
 
 

@@ -73,7 +73,7 @@ def test_a_typed_answer_waits_for_the_plugins_answers_to_earlier_requests(
     rows = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(row["method"], row["status"]) for row in rows] == [
         ("debug.sleep", "ok"),
-        ("ping", "ok"),
+        ("ping", "ok (answered by hand)"),
         ("scene.list_layers", "ok"),
     ]
 
