@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from typing import Callable, Optional, Union
+from typing import Callable, Optional
 
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
@@ -30,7 +30,6 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     GapReason,
-    InterceptKind,
     InterceptStep,
     ObservationLost,
     ProcessOutput,
@@ -40,6 +39,7 @@ from ..events import (
 from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
 from .connection_counts import ConnectionCounts
+from .fault_rows import FaultRows
 from .flow import Flow
 from .proxy_closes import closed_by_proxy
 from .server_stderr import ServerStderrs
@@ -54,7 +54,7 @@ ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
 
-class FlowTracker(SettledRows):
+class FlowTracker(SettledRows, FaultRows):
     """Builds flows and per-connection counters (`ConnectionCounts`) from events, in arrival
     order.
 
@@ -410,51 +410,3 @@ class FlowTracker(SettledRows):
         for direction in Direction:
             self._cut.pop((conn, direction), None)
         return changed
-
-    def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:
-        """The row of the frame the proxy acted on, as the step's event places it: it is
-        published right after that frame when the frame was sent or recorded as sent (a
-        delay, a corruption, an error's withheld request, an edit, an acceptance), so it is
-        the row of the connection's last frame that way; a frame not recorded (an answer
-        withheld, held, or cut short) is the answer of the oldest request of its method still
-        waiting on the connection whose answer the proxy has not decided on yet (none: no
-        row); a request cut short is the framing error it becomes."""
-        held = isinstance(event, InterceptStep) and event.kind is InterceptKind.HELD
-        if held and event.direction is Direction.C2S:
-            return None  # an intercepted request not recorded yet: its decision follows it
-        side = (event.conn, event.direction)
-        cut = isinstance(event, FaultInjected) and event.fault == "truncate"
-        unrecorded = cut or (
-            event.direction is Direction.S2C
-            and (
-                event.withheld
-                or (
-                    isinstance(event, InterceptStep)
-                    and event.kind in (InterceptKind.HELD, InterceptKind.LOST)
-                )
-            )
-        )
-        if cut:
-            assert isinstance(event, FaultInjected)
-            self._cut[side] = event
-            if event.direction is Direction.C2S:
-                return None  # the request is the framing error it becomes
-        if not unrecorded:
-            return self._framed.get(side) or self._latest.get(event.conn)
-        asked = (event.conn, event.direction.reverse)
-        for key in self._requests_of.get(asked, {}):
-            flow = self._by_request[key]
-            if flow.method == event.method and not _answer_decided(flow):
-                return flow
-        # Its request is not waiting here (let go, or before this view): no row is its.
-        return None
-
-
-def _answer_decided(flow: Flow) -> bool:
-    """Whether the proxy already decided the fate of ``flow``'s answer (a step on it other
-    than holding it: the decision that follows a hold lands on the same row)."""
-    return any(
-        step.direction is Direction.S2C
-        and not (isinstance(step, InterceptStep) and step.kind is InterceptKind.HELD)
-        for step in flow.faults
-    )

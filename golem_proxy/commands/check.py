@@ -5,31 +5,25 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from functools import partial
 from typing import Any, Optional
 
-import trio
 from rich.console import Console
-from rich.panel import Panel
 from rich.text import Text
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
-from golem_core.messages import Response, Role
-from golem_core.profiles import GOLEM
 
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.coverage import Coverage
-from ..analysis.drift import DriftCollector, DriftReport
+from ..analysis.drift import DriftCollector
 from ..analysis.flow import Flow
 from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
 from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, json_text, open_flows
-from ..net.addresses import parse_address
-from ..net.request_client import RequestFailed, Unreachable, request_answer
 from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
+from ._check_drift import EXAMPLES_PER_RULE, CatalogueError, fetch_live_catalogue, print_drift
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -48,16 +42,10 @@ NAME = "check"
 HELP = "report every contract violation in a recording (and drift against a method catalogue)"
 ORDER = 32
 
-LIVE_TIMEOUT = 5.0
 EXIT_INCOMPLETE = 3
 """No error found, but parts of the session were not inspected (gaps, requests let go,
 frames withheld and never recorded, a recording cut short, still being written or with
 lines lost, requests still waiting where it ends): not a pass a CI gate may take silently."""
-_EXAMPLES_PER_RULE = 10
-
-
-class CatalogueError(Exception):
-    """The catalogue could not be loaded or fetched; the message is one line."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -304,104 +292,6 @@ def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
     return None
 
 
-def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCatalogue:
-    """Ask the plugin at ``where`` (HOST:PORT or unix:PATH) for ``list_methods``.
-
-    Raises CatalogueError saying what went wrong."""
-    try:
-        address = parse_address(where)
-    except ValueError as exc:
-        raise CatalogueError(f"--catalogue-live: {exc}") from None
-    request = GOLEM.encode_payload(GOLEM.request("golem-proxy-check", "list_methods", {}))
-    wanted = GOLEM.correlation_key(GOLEM.parse(request, Role.REQUEST))
-    ask = partial(request_answer, timeout=timeout)
-    try:
-        answer = trio.run(ask, address, GOLEM.frame_payload(request), GOLEM, wanted)
-    except Unreachable as exc:
-        raise CatalogueError(f"cannot ask list_methods at {address} ({exc.why})") from None
-    except RequestFailed as exc:
-        raise CatalogueError(f"cannot ask list_methods at {address}: {exc}") from None
-    reply = answer.message
-    # The answer is hostile input like any other: a result of another shape is reported.
-    result = reply.result if isinstance(reply, Response) else None
-    methods = result.get("methods") if isinstance(result, dict) else None
-    if not isinstance(methods, list):
-        shown = safe_text(GOLEM.describe(reply), 80)
-        raise CatalogueError(f"list_methods at {address}: unexpected answer ({shown})")
-    return MethodCatalogue.from_method_list(methods, f"list_methods at {address}")
-
-
-_LABELS = {
-    "unknown-method": ("not registered", "bold red"),
-    "missing-required": ("required, not sent", "bold red"),
-    "renamed-param": ("other name", "yellow"),
-    "shape-mismatch": ("shape differs", "yellow"),
-    "unread-param": ("param not read", "yellow"),
-}
-
-
-def print_drift(out: Console, report: DriftReport) -> None:
-    """The drift table: one row per method and param, with the source line it comes from.
-    Names come from the trace and the catalogue file: printed as inert text, never markup."""
-    title = Text(
-        safe_text(f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}")
-    )
-    unchecked = report.not_checked_note
-    if not report.rows:
-        if report.note:
-            text = Text(safe_text(f"drift unknown: {report.note}"), style="yellow")
-        elif unchecked:
-            said = f"no drift in the requests read: every method and param is known; {unchecked}"
-            text = Text(said, style="yellow")
-        else:
-            text = Text("no drift: every method and param is known", style="green")
-        calm = not (report.note or unchecked)
-        out.print(Panel(text, title=title, border_style="green" if calm else "yellow"))
-        return
-    rows: list[list[Cell]] = []
-    for row in report.rows:
-        d = row.drift
-        label, style = _LABELS[d.kind]
-        if row.recorded:
-            detail = d.detail  # the recorded message says all that is known
-        elif d.kind == "renamed-param":
-            detail = f"handler reads `{d.other}`"
-        elif d.kind == "shape-mismatch":
-            detail = f"handler takes {d.other}; {d.detail}"
-        else:
-            detail = d.detail
-        param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
-        source = f"{d.side}: {d.at}" if d.at and not row.recorded else ""
-        texts = (d.method, param, detail, str(len(row.flows)), _flows(row.flows), source)
-        rows.append([Text(label, style=style), *(safe_text(text) for text in texts)])
-    severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
-    title.stylize("bold red" if severe else "bold yellow")
-    print_table(out, _DRIFT_COLUMNS, rows, title)
-    if report.note:
-        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"), soft_wrap=True)
-    if unchecked:
-        out.print(Text(f"note: {unchecked}", style="yellow"), soft_wrap=True)
-
-
-# The method is what the reader looks for: the source and detail wrap first.
-_DRIFT_COLUMNS = (
-    Column("drift", wrap=True, priority=1, floor=10),
-    Column("method", wrap=True, priority=3, floor=14),
-    Column("param", wrap=True, priority=2, floor=10),
-    Column("detail", wrap=True, priority=0, floor=10),
-    Column("calls", right=True),
-    Column("flows", wrap=True, priority=1, floor=6),
-    Column("source", wrap=True, priority=0, floor=18),
-)
-
-
-def _flows(numbers: list[int]) -> str:
-    shown = ", ".join(f"#{n}" for n in numbers[:_EXAMPLES_PER_RULE])
-    return shown + (
-        f" … (+{len(numbers) - _EXAMPLES_PER_RULE})" if len(numbers) > _EXAMPLES_PER_RULE else ""
-    )
-
-
 def _literal(text: str) -> str:
     """Text from the trace, shown as it is: no control characters (and, being a plain
     string in a table cell, never read as markup)."""
@@ -437,11 +327,11 @@ def _print_rules(out: Console, groups: list[RuleGroup], complete: bool) -> None:
                 _literal(finding.violation.path),
                 _finding_message(finding),
             ]
-            for finding in group.findings[:_EXAMPLES_PER_RULE]
+            for finding in group.findings[:EXAMPLES_PER_RULE]
         ]
         print_table(out, _FINDING_COLUMNS, rows, heading)
-        if group.count > _EXAMPLES_PER_RULE:
-            more = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
+        if group.count > EXAMPLES_PER_RULE:
+            more = f"… and {group.count - EXAMPLES_PER_RULE} more (--json for all)"
             out.print(Text(more, style="dim"), soft_wrap=True)
 
 
