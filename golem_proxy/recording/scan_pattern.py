@@ -64,7 +64,9 @@ _TOOL_CALL = (
 def _tool_calls(answers: bytes = _INT) -> bytes:
     """A frame's tool calls and pairing members, its ``answers`` matched by ``answers``."""
     pairing = rb'(?:,"expects_answer":true)?(?:,"answers":' + answers + rb')?(?:,"orphan":true)?'
-    calls = rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb"(?:," + _TOOL_CALL + rb")*)?\])?"
+    # One call at most: a list of several (overlapping calls) is read the reader's way,
+    # which refuses a call named twice.
+    calls = rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb")?\])?"
     return calls + pairing
 
 
