@@ -3,6 +3,7 @@ trace is never destroyed, and reads after the append wherever it read before."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,3 +124,20 @@ def test_a_trace_the_reader_refuses_is_left_as_it_was(pytester: pytest.Pytester,
         ["*golem_trace: cannot write *session.jsonl (*session.jsonl: line 4: not JSON*"]
     )
     assert b"{not json\n" in trace.read_bytes() and b"list_layers" not in trace.read_bytes()
+
+
+def test_a_trace_whose_rules_cannot_be_read_is_not_rerecorded_without_them(
+    pytester: pytest.Pytester, live: str
+) -> None:
+    trace, data, _ = _trace(pytester)
+    first, rest = data.split(b"\n", 1)
+    header = json.loads(first)
+    header["redact"] = ["scene.create_layer:params.name", "..."]
+    trace.write_bytes(json.dumps(header).encode() + b"\n" + rest)
+    before = trace.read_bytes()
+    result = pytester.runpytest_subprocess(*PLUGIN, "--golem-record=all", f"--golem-live={live}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ['*golem_trace: cannot read *session.jsonl: *redaction rule "..." has no path*']
+    )
+    assert trace.read_bytes() == before
