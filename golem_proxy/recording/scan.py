@@ -36,6 +36,7 @@ from .members import (
 )
 from .payload_check import check_payload
 from .reader import parse_header, route_profiles
+from .scan_lines import Names, line_at
 from .scan_pattern import C2S, LINE, S2C
 from .schema import (
     DEFAULT_LINE_BUDGET,
@@ -89,20 +90,6 @@ class _Part:
     orphans: list[Orphan]
 
 
-class _Names(dict):  # type: ignore[type-arg]
-    """Route, method and type names decoded once each (``None`` stays ``None``)."""
-
-    def __init__(self) -> None:
-        super().__init__({None: None})
-
-    def __missing__(self, raw: bytes) -> str:
-        try:
-            name = self[raw] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RecordingError("a name is not UTF-8") from None
-        return name
-
-
 class _Loader:
     """Reads the event lines of a range of the buffer into rows. With ``partial``, exchange
     lines whose frames lie before the range are kept as orphans for the caller to pair."""
@@ -133,7 +120,7 @@ class _Loader:
         self.orphans: list[Orphan] = []
         self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
         self._view: Any = None  # of the buffer, while `scan` runs
-        self._names = _Names()
+        self._names = Names()
 
     def scan(self, previous: int, end: int) -> None:
         """Read the lines after the newline at ``previous`` up to ``end`` (just past the
@@ -352,17 +339,6 @@ class _Loader:
         mine = None if key is None else self.frames.pop(key, None)
         self.answers.pop(key or b"", None)
         return None if mine is None else self._info(mine)
-
-
-def line_at(buffer: Any, offset: int) -> int:
-    """The number of the line of ``buffer`` (the whole file) that ``offset`` is in."""
-    # Only on the way to an error: counted in slices (a memory map has no count()).
-    step = 1 << 24
-    before = sum(
-        bytes(buffer[start : min(start + step, offset)]).count(b"\n")
-        for start in range(0, offset, step)
-    )
-    return before + 1
 
 
 def _row(request: FrameInfo, response: FrameInfo) -> Row:
