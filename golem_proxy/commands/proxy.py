@@ -261,7 +261,13 @@ def routes_from_args(
 
 def check_routes(routes: list[Route]) -> None:
     """Refuse a route that relays to itself (SCRYBE_SOCK already pointing at the proxy, for
-    instance): every connection would loop back into the proxy. Raises ValueError."""
+    instance): every connection would loop back into the proxy; and a name given to two
+    routes: the recording's events name their route, and could not tell them apart. Raises
+    ValueError."""
+    names = [route.name for route in routes]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"proxy --route: two routes are named {name}: name each its own")
     for route in routes:
         if route.listen == route.upstream:
             raise ValueError(

@@ -168,9 +168,13 @@ def read_frame(
             # One string per method name, not one per request: a viewer keeps them all.
             obj["method"] = sys.intern(obj["method"])
         message = profile.parse_decoded(obj, role)
+    route = sys.intern(member_str(data, "route", ""))
+    late = member_bool(data, "late", False)
+    answer_of = member_answer_of(data)
+    _check_layer_members(late, answer_of, route, direction, profile)
     return events.FrameSeen(
         conn=member_int(data, "conn"),
-        route=sys.intern(member_str(data, "route", "")),
+        route=route,
         direction=direction,
         index=member_int(data, "n"),
         t=t,
@@ -186,9 +190,40 @@ def read_frame(
         undelivered=member_str(data, "undelivered", ""),
         delivered_bytes=member_int(data, "delivered_bytes", 0),
         routes_down=member_routes_down(data),
-        late=member_bool(data, "late", False),
-        answer_of=member_answer_of(data),
+        late=late,
+        answer_of=answer_of,
     )
+
+
+def _check_layer_members(
+    late: bool,
+    answer_of: Optional[events.AnswerOf],
+    route: str,
+    direction: Direction,
+    profile: Profile,
+) -> None:
+    """Refuse the two-layer members on a frame they cannot be true of: ``late`` is said of a
+    GOLEM answer only (decoded after its tool calls were answered), ``answer_of`` of the
+    answer to an MCP tool call only, naming a GOLEM exchange. Views believe them (they mark
+    rows by them): a reader does not re-derive them, it refuses a file that lies."""
+    mcp = profile.name == _MCP
+    if late and (mcp or direction is not Direction.S2C):
+        raise RecordingError(
+            "late on a frame that is no GOLEM answer (only a plugin's answer comes late)"
+        )
+    if answer_of is None:
+        return
+    if not mcp or direction is not Direction.S2C:
+        raise RecordingError(
+            "answer_of on a frame that is no answer of the MCP hop (only a tool call's "
+            "answer is another exchange's)"
+        )
+    if answer_of.route == route:
+        raise RecordingError("answer_of names the MCP hop's own route: it names a GOLEM exchange")
+
+
+_MCP = "mcp"
+"""The profile of `golem-proxy mcp`'s stdio hop (the ``mcp`` route)."""
 
 
 def _from_skeleton(data: dict[str, Any], profile: Profile, role: Role) -> tuple[Message, int]:

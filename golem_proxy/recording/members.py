@@ -174,20 +174,26 @@ def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
         raise RecordingError("tool_calls must be a list of objects")
     found = []
+    named: set[tuple[int, int]] = set()
     for call in calls:
         ident = call.get("id")
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):
             raise RecordingError(
                 f"a tool call's id must be a string or an integer, not {shown(ident)}"
             )
-        found.append(
-            ToolCallRef(
-                conn=member_int(call, "conn"),
-                index=member_int(call, "n"),
-                id=ident,
-                tool=member_str(call, "tool"),
-            )
+        ref = ToolCallRef(
+            conn=member_int(call, "conn"),
+            index=member_int(call, "n"),
+            id=ident,
+            tool=member_str(call, "tool"),
         )
+        # One request frame is one call: named twice, the list is no set of calls in flight.
+        if (ref.conn, ref.index) in named:
+            raise RecordingError(
+                f"tool_calls names the call of connection {ref.conn}, frame {ref.index} twice"
+            )
+        named.add((ref.conn, ref.index))
+        found.append(ref)
     return tuple(found)
 
 

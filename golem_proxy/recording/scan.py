@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import mmap
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -35,6 +36,7 @@ from .members import (
 )
 from .payload_check import check_payload
 from .reader import parse_header, route_profiles
+from .scan_lines import Names, line_at
 from .scan_pattern import C2S, LINE, S2C
 from .schema import (
     DEFAULT_LINE_BUDGET,
@@ -54,10 +56,17 @@ FrameInfo = tuple[str, Optional[str], str, Any, Any]
 # What replay keeps of an exchange: (route, method, type, request, t0, response, t1).
 Row = tuple[str, Optional[str], str, Any, Any, Any, Any]
 # An exchange line whose frames this part of the file lacks: (its place among the part's rows,
-# request key, request frame if found, response key, response frame if found). A key is None
-# when the part itself had a frame under it (since used): one process reading the whole file
-# would have forgotten any earlier frame of that key, so the parent's must not be taken.
-Orphan = tuple[int, Optional[bytes], Optional[FrameInfo], Optional[bytes], Optional[FrameInfo]]
+# request key, request frame if found, response key, response frame if found, the line's
+# ``"conn":…,"route":…`` text). A key is None when the part itself had a frame under it (since
+# used): one process reading the whole file would have forgotten any earlier frame of that
+# key, so the parent's must not be taken.
+Orphan = tuple[
+    int, Optional[bytes], Optional[FrameInfo], Optional[bytes], Optional[FrameInfo], bytes
+]
+
+_ANSWERS = re.compile(rb',"answers":(\d+)')
+"""A frame line's ``answers`` member, searched for between its type and its payload (where
+no string can hold a ``"``: the fast pattern takes names and ids without one)."""
 
 _NEAR_BUDGET = DEFAULT_LINE_BUDGET // 80
 """A line shorter than this cannot cost its parse the reader's budget (`check_line` counts
@@ -79,20 +88,6 @@ class _Part:
 
     rows: list[Optional[Row]]
     orphans: list[Orphan]
-
-
-class _Names(dict):  # type: ignore[type-arg]
-    """Route, method and type names decoded once each (``None`` stays ``None``)."""
-
-    def __init__(self) -> None:
-        super().__init__({None: None})
-
-    def __missing__(self, raw: bytes) -> str:
-        try:
-            name = self[raw] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RecordingError("a name is not UTF-8") from None
-        return name
 
 
 class _Loader:
@@ -119,11 +114,13 @@ class _Loader:
         # Pairing key text → the frame's match (or its FrameInfo when read the slow way);
         # popped by its exchange line.
         self.frames: dict[bytes, Any] = {}
+        # The ``answers`` of the frames read the slow way, by pairing key.
+        self.answers: dict[bytes, int] = {}
         self.rows: list[Optional[Row]] = []
         self.orphans: list[Orphan] = []
         self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
         self._view: Any = None  # of the buffer, while `scan` runs
-        self._names = _Names()
+        self._names = Names()
 
     def scan(self, previous: int, end: int) -> None:
         """Read the lines after the newline at ``previous`` up to ``end`` (just past the
@@ -183,7 +180,7 @@ class _Loader:
                         self.stored.add(key)
                 else:
                     head, req, resp = match.group(16, 17, 18)
-                    pair(head + C2S + req, head + S2C + resp)
+                    pair(head, req, resp)
             except RecordingError as exc:
                 # ``line`` carries the offset of the newline before the line, for `scan`
                 # (a payload's check names its own line: the second of a whole exchange).
@@ -253,10 +250,7 @@ class _Loader:
         self._reader.decode_object(data, payload)
         if kind == "exchange":
             head = _pair_key(member_int(data, "conn", 0), member_str(data, "route", ""))
-            self._pair(
-                head + C2S + b"%d" % member_int(data, "req"),
-                head + S2C + b"%d" % member_int(data, "resp"),
-            )
+            self._pair(head, b"%d" % member_int(data, "req"), b"%d" % member_int(data, "resp"))
 
     def _slow_frame(self, data: dict[str, Any], payload: Optional[bytes]) -> None:
         t = member_number(data, "t")
@@ -273,8 +267,24 @@ class _Loader:
         direction = C2S if frame.direction.value == "c2s" else S2C
         key = _pair_key(frame.conn, route) + direction + b"%d" % frame.index
         self.frames[key] = info
+        if frame.answers is not None:
+            self.answers[key] = frame.answers
+        else:
+            self.answers.pop(key, None)
         if self.partial:
             self.stored.add(key)
+
+    def _answers_of(self, key: Optional[bytes]) -> Optional[bytes]:
+        """The ``answers`` of the frame held under ``key``, as text (None: none held, or it
+        says none)."""
+        frame = None if key is None else self.frames.get(key)
+        if frame is None:
+            return None
+        if isinstance(frame, tuple):
+            found = self.answers.get(key or b"")
+            return None if found is None else b"%d" % found
+        said = _ANSWERS.search(self.buffer, frame.end(13), frame.start(15))
+        return None if said is None else bytes(said.group(1))
 
     def _info(self, frame: Any) -> FrameInfo:
         if isinstance(frame, tuple):
@@ -283,9 +293,16 @@ class _Loader:
         t, route, kind, method = frame.group(1, 12, 13, 14)
         return name[route], name[method], name[kind], frame.start(15), t
 
-    def _pair(self, request_key: bytes, response_key: bytes) -> None:
+    def _pair(self, head: bytes, req: bytes, resp: bytes) -> None:
+        """Pair the frames an exchange line names by their numbers on its connection, as
+        the reader does: where the answer says it answers another request (the tap's
+        decision, in its frame), that request is the one paired (`LineDecoder`)."""
+        response_key = head + S2C + resp
+        req = self._answers_of(response_key) or req
+        request_key = head + C2S + req
         request = self.frames.pop(request_key, None)
         response = self.frames.pop(response_key, None)
+        self.answers.pop(response_key, None)
         if request is not None and response is not None:
             self.rows.append(_row(self._info(request), self._info(response)))
         elif self.partial:
@@ -297,6 +314,7 @@ class _Loader:
                     None if request is None else self._info(request),
                     None if response_key in stored else response_key,
                     None if response is None else self._info(response),
+                    head,
                 )
             )
             self.rows.append(None)
@@ -305,7 +323,12 @@ class _Loader:
     def adopt(self, part: _Part) -> None:
         """Append the rows of the part that follows this loader's range, pairing its orphans
         with the frames left here, as one process reading on would have."""
-        for index, request_key, request, response_key, response in part.orphans:
+        for index, request_key, request, response_key, response, head in part.orphans:
+            if response is None and response_key is not None:
+                # An answer from this range decides its request, as in `_pair`.
+                answers = self._answers_of(response_key)
+                if answers is not None and head + C2S + answers != request_key:
+                    request_key, request = head + C2S + answers, None
             request = request or self._take(request_key)
             response = response or self._take(response_key)
             if request is not None and response is not None:
@@ -314,18 +337,8 @@ class _Loader:
 
     def _take(self, key: Optional[bytes]) -> Optional[FrameInfo]:
         mine = None if key is None else self.frames.pop(key, None)
+        self.answers.pop(key or b"", None)
         return None if mine is None else self._info(mine)
-
-
-def line_at(buffer: Any, offset: int) -> int:
-    """The number of the line of ``buffer`` (the whole file) that ``offset`` is in."""
-    # Only on the way to an error: counted in slices (a memory map has no count()).
-    step = 1 << 24
-    before = sum(
-        bytes(buffer[start : min(start + step, offset)]).count(b"\n")
-        for start in range(0, offset, step)
-    )
-    return before + 1
 
 
 def _row(request: FrameInfo, response: FrameInfo) -> Row:

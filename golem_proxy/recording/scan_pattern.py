@@ -59,10 +59,18 @@ _TOOL_CALL = (
     rb'\{"conn":' + _INT + rb',"n":' + _INT + rb',"id":(?:"' + _TEXT + rb'"|-?(?:0|[1-9]\d{0,15}))'
     rb',"tool":"' + _TEXT + rb'"\}'
 )
-_PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":' + _INT + rb')?(?:,"orphan":true)?'
-_TOOL_CALLS = (
-    rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb"(?:," + _TOOL_CALL + rb")*)?\])?" + _PAIRING
-)
+
+
+def _tool_calls(answers: bytes = _INT) -> bytes:
+    """A frame's tool calls and pairing members, its ``answers`` matched by ``answers``."""
+    pairing = rb'(?:,"expects_answer":true)?(?:,"answers":' + answers + rb')?(?:,"orphan":true)?'
+    # One call at most: a list of several (overlapping calls) is read the reader's way,
+    # which refuses a call named twice.
+    calls = rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb")?\])?"
+    return calls + pairing
+
+
+_TOOL_CALLS = _tool_calls()
 # The rest of a frame line after ``"msg":``: the payload (up to the line's last closing brace,
 # as the reader slices it), then that brace.
 _PAYLOAD = rb"([^\n]*)\}\r?"
@@ -120,7 +128,9 @@ LINE = re.compile(
         "frame", "conn", "type", conn=rb"\2", route=rb'"\3"', dir=b'"s2c"', n=b"(" + _INT + b")"
     )
     + _ID
-    + _TOOL_CALLS
+    # An answer that says it answers another request is no whole exchange with this one: its
+    # lines are taken one at a time, and paired as the reader pairs them (`answers` decides).
+    + _tool_calls(answers=rb"\4")
     + MSG_KEY
     + _PAYLOAD
     + _line_start(b"exchange", _TIME)

@@ -13,6 +13,9 @@ from typing import Any, Optional
 
 from golem_core import __version__
 
+from ..live.redact import parse_rule
+from ..terminal import safe_text
+
 __all__ = [
     "DEFAULT_LINE_BUDGET",
     "DEFAULT_MAX_LINE",
@@ -334,12 +337,14 @@ class Header:
         redact = data.get("redact", [])
         if not isinstance(redact, list) or not all(isinstance(p, str) for p in redact):
             raise RecordingError("bad recording header: redact must be a list of strings")
+        _check_rules(redact)
         for name in ("profile", "started_at", "tool"):
             value = data.get(name, "")
             if not isinstance(value, str):
                 raise RecordingError(f"bad recording header: {name} must be a string")
         if "profile" not in data:
             raise RecordingError("bad recording header: no profile")
+        _check_route_names(routes, data["profile"])
         return cls(
             data["profile"],
             tuple(
@@ -351,6 +356,39 @@ class Header:
             version,
             {k: v for k, v in data.items() if k not in _HEADER_MEMBERS},
         )
+
+
+def _shown(text: str) -> str:
+    """A header's string as JSON, short and safe to print in an error message."""
+    return safe_text(json.dumps(text, ensure_ascii=False), 60)
+
+
+def _check_rules(rules: list[str]) -> None:
+    """Refuse a redaction rule the proxy would not take: every reader that redacts with the
+    header's rules (replay, verify, mcp-verify, the pytest plugin) would fail on it, and the
+    others would show a file whose rules say nothing. Raises RecordingError."""
+    for rule in rules:
+        try:
+            parse_rule(rule)
+        except ValueError:
+            raise RecordingError(
+                f"bad recording header: redaction rule {_shown(rule)} has no path"
+            ) from None
+
+
+def _check_route_names(routes: list[dict[str, Any]], profile: str) -> None:
+    """Refuse a route name given twice with two protocols: events name their route, and
+    which protocol types a frame would depend on which definition a reader took. The same
+    name twice with one protocol (`proxy --route a@… --route a@…` writes that) reads alike
+    whichever is taken, and is read. Raises RecordingError."""
+    seen: dict[str, str] = {}
+    for route in routes:
+        name, its = route["name"], route.get("profile", profile)
+        if seen.setdefault(name, its) != its:
+            raise RecordingError(
+                f"bad recording header: route {_shown(name)} is defined twice, with "
+                f"profiles {_shown(seen[name])} and {_shown(its)}"
+            )
 
 
 # A lone surrogate (legal in JSON text as an escape, not encodable as UTF-8) can only sit inside

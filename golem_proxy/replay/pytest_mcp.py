@@ -171,7 +171,10 @@ def golem_mcp_session(request: pytest.FixtureRequest) -> Iterator[GolemMcpSessio
     try:
         if recording:
             main, gh = _live(request.config)
-            rules = recorded_rules(path)  # re-recorded as redacted as it was
+            try:
+                rules = recorded_rules(path)  # re-recorded as redacted as it was
+            except RecordingError as exc:
+                pytest.fail(f"golem_mcp_session: cannot read {exc}", pytrace=False)
             gh = gh or Address(main.host, 9877)
             command = _wrapper(options["command"], written, main, gh, rules)
             session = GolemMcpSession(command, str(path), "record", written)

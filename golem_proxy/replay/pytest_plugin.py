@@ -67,7 +67,7 @@ from .setup import (
 )
 from .state_order import warn_ahead
 
-__all__ = ["GolemReplay", "GolemUnusedExchangesWarning", "golem_mcp_session"]
+__all__ = ["GolemReplay", "GolemTraceWarning", "GolemUnusedExchangesWarning", "golem_mcp_session"]
 
 RECORD_MODES = ("none", "new", "all")
 _MARKER = "golem_trace"
@@ -92,6 +92,10 @@ _TEST_PASSED = "test_passed"
 
 class GolemUnusedExchangesWarning(UserWarning):
     """The test did not ask for some recorded exchanges."""
+
+
+class GolemTraceWarning(UserWarning):
+    """Appending to the trace left out a line of it no reader took (the old file is kept)."""
 
 
 @dataclass
@@ -268,6 +272,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     names = list(bound)
     handle = GolemReplay(bound[names[0]], bound[names[-1]], str(path), mode, engine)
     kept: Optional[str] = None
+    not_stored: Optional[str] = None
     try:
         yield handle
     finally:
@@ -278,7 +283,9 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
             recorder.close()
         kept = _rerecord_failure(handle) if mode == "all" else None
         if record_path is not None:
-            _store(str(path), record_path, mode, engine, kept)
+            not_stored = _store(str(path), record_path, mode, engine, kept)
+    if not_stored is not None:
+        pytest.fail(not_stored, pytrace=False)
     if kept is not None and handle._extra.get(_TEST_PASSED):
         pytest.fail(_kept_text(handle, kept), pytrace=False)
     warn_ahead(engine.order, str(path))  # out of recorded order: a warning, not a miss
@@ -365,19 +372,27 @@ def _kept_text(handle: GolemReplay, why: str) -> str:
 
 def _store(
     path: str, recorded: str, mode: str, engine: ReplayEngine, rerecord_failed: Optional[str]
-) -> None:
+) -> Optional[str]:
     """Put what the test recorded in place: ``all`` replaces the trace (only when
     ``rerecord_failed`` is None: the old trace is kept otherwise), ``new`` appends the new
-    exchanges. The file written aside is removed."""
+    exchanges. The file written aside is removed. Returns why the new exchanges could not be
+    appended (the trace then left as it was), or None."""
     try:
         if mode == "all":
             if rerecord_failed is None:
                 os.replace(recorded, path)
         elif engine.report.recorded_new:
-            append_recording(path, recorded)
+            appended = append_recording(path, recorded)
+            if appended.left_out is not None:
+                warnings.warn(GolemTraceWarning(appended.left_out), stacklevel=1)
+    except (OSError, RecordingError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        kept = "it is left as it was, without what the test recorded"
+        return f"golem_trace: cannot write {path} ({reason}); {kept}"
     finally:
         if os.path.exists(recorded):
             os.unlink(recorded)
+    return None
 
 
 def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:

@@ -3,6 +3,7 @@ served where. Shared by the ``replay`` command and the pytest plugin."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -179,10 +180,25 @@ def open_record_new(
 def recorded_rules(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The ``--redact`` rules in the header of the recording at ``path``, which a recording
     made to replace it or to be appended to it must apply (none when there is no such file,
-    or no header to read)."""
+    or no header to read). Raises RecordingError, naming the file, for a header that names
+    rules and is refused: re-recorded without them, a secret it kept out would be written."""
     try:
         with open(path, "rb") as stream:
-            header, _ = parse_header(stream.readline())
-    except (OSError, RecordingError):
+            first = stream.readline()
+    except OSError:
+        return ()
+    try:
+        header, _ = parse_header(first)
+    except RecordingError as exc:
+        if _names_rules(first):
+            raise exc.at(os.fspath(path)) from None
         return ()
     return header.redact
+
+
+def _names_rules(first: bytes) -> bool:
+    try:
+        data = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and bool(data.get("redact"))

@@ -14,6 +14,7 @@ from golem_proxy.events import ExchangeCompleted, SessionEnded
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.reader import RecordingReader
 from golem_proxy.recording.schema import RecordingError
+from golem_proxy.replay.index import load_exchanges
 from tests.support.cli_helpers import run_cli
 
 READERS = pytest.mark.parametrize("reader", [RecordingReader, FastRecordingReader])
@@ -92,6 +93,18 @@ EXCHANGE_OF_ANOTHER_ANSWER = [
 """Two requests; the answer (to the second: ``answers`` 1) named by an exchange line with the
 first."""
 
+ANSWER_OF_AN_EARLIER_REQUEST = [
+    header(MAIN),
+    opened("main"),
+    frame(2, "main", "c2s", 0, call("a", "scene.delete_objects"), expects_answer=True),
+    frame(3, "main", "c2s", 1, call("b", "scene.create_layer"), expects_answer=True),
+    frame(4, "main", "s2c", 1, {"id": "a", "result": {"deleted": 1}}, answers=0),
+    exchange(5, "main", 1, 1, "scene.create_layer"),
+    ended(6),
+]
+"""A request, its answer and an exchange line in a row that pairs them, the answer saying it
+answers the request before (the layout the fast scanner takes in one step)."""
+
 EXCHANGE_AFTER_THE_END = [
     header(MAIN),
     opened("main"),
@@ -146,6 +159,35 @@ def test_an_exchange_line_naming_another_requests_answer_pairs_the_answer_with_i
     shown = run_cli("show", str(path)).stdout
     # No answer, no close: the file ends first.
     assert "scene.delete_objects  pending (recording ended)" in shown, shown
+
+
+@pytest.mark.parametrize(
+    ("lines", "right"),
+    [(EXCHANGE_OF_ANOTHER_ANSWER, (1, 0)), (ANSWER_OF_AN_EARLIER_REQUEST, (0, 1))],
+    ids=["another-answer", "earlier-request"],
+)
+def test_replay_pairs_an_exchange_line_as_the_reader_does(
+    tmp_path: Path, lines: list[str], right: tuple[int, int]
+) -> None:
+    """The fast scanner (replay, diff, verify, mcp-verify) takes the answer's word over the
+    exchange line's, as `show` and `check` do: the same request gets the same answer."""
+    path = recording(tmp_path, lines)
+    trace = load_exchanges(str(path))
+    try:
+        replayed = [(e.request, e.response) for e in trace.exchanges]
+    finally:
+        trace.close()
+    read = exchanges(path, RecordingReader)
+    assert replayed == [(e.request.payload, e.response.payload) for e in read] and len(read) == 1
+    # diff, which reads with the scanner, finds the damaged file the same as one whose
+    # exchange line names the pair the frames say.
+    whole = tmp_path / "whole.jsonl"
+    req, resp = right
+    method = read[0].request.message.method or ""
+    repaired = [*lines[:-2], exchange(len(lines) - 2, "main", req, resp, method), lines[-1]]
+    whole.write_text("\n".join(repaired) + "\n", encoding="utf-8")
+    compared = run_cli("diff", str(whole), str(path))
+    assert compared.returncode == 0, compared.stdout + compared.stderr
 
 
 @READERS

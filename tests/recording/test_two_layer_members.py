@@ -1,0 +1,120 @@
+"""The two-layer members of a `golem-proxy mcp` recording (`tool_calls`, `late`,
+`answer_of`) on frames they cannot be true of: the views believe them, so every reader, the
+fast scanner of replay and mcp-verify too, refuses such a file in the same line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli_helpers import run_cli
+
+MAIN = {"name": "main", "listen": "127.0.0.1:19876", "upstream": "127.0.0.1:9876"}
+MCP = {"name": "mcp", "listen": "stdio", "upstream": "server", "profile": "mcp"}
+CALL = {"conn": 1, "n": 0, "id": 1, "tool": "list_layers"}
+ANSWER_OF = {"route": "main", "conn": 2, "n": 0, "method": "scene.list_layers", "tool": None}
+
+
+def _line(**members: Any) -> str:
+    return json.dumps(members, separators=(",", ":"), ensure_ascii=False)
+
+
+def _frame(seq: int, conn: int, route: str, direction: str, n: int, msg: Any, **more: Any) -> str:
+    kind = "request" if direction == "c2s" else "response"
+    return _line(
+        seq=seq, t=seq / 1000, kind="frame", conn=conn, route=route, dir=direction, n=n,
+        size=len(json.dumps(msg)), type=kind, **more, msg=msg,
+    )  # fmt: skip
+
+
+def _exchange(seq: int, conn: int, route: str, method: str) -> str:
+    return _line(
+        seq=seq, t=seq / 1000, kind="exchange", conn=conn, route=route, req=0, resp=0,
+        method=method, status="ok", latency=0.001, outcome="ok",
+    )  # fmt: skip
+
+
+def _session(golem_answer: dict[str, Any], mcp_answer: dict[str, Any]) -> list[str]:
+    """A tool call whose server asked the plugin once; ``golem_answer`` and ``mcp_answer``
+    are added to the members of the two answers."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_layers"}}
+    asked = {"id": "a", "method": "scene.list_layers", "params": {}}
+    result = {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": False}}
+    return [
+        _line(
+            format="golem-proxy-recording", version=2, profile="golem", routes=[MAIN, MCP],
+            started_at="2026-12-06T00:00:00Z", clock="t = monotonic seconds since started_at",
+            tool="golem-proxy", redact=[],
+        ),
+        _line(seq=1, t=0.001, kind="open", conn=1, route="mcp", client="stdio", upstream="s"),
+        _frame(2, 1, "mcp", "c2s", 0, call, method="tools/call", expects_answer=True),
+        _line(seq=3, t=0.003, kind="open", conn=2, route="main", client="c", upstream="u"),
+        _frame(4, 2, "main", "c2s", 0, asked, method="scene.list_layers", tool_calls=[CALL],
+               expects_answer=True),
+        _frame(5, 2, "main", "s2c", 0, {"id": "a", "result": {"layers": []}},
+               **{"tool_calls": [CALL], "answers": 0, **golem_answer}),
+        _exchange(6, 2, "main", "scene.list_layers"),
+        _frame(7, 1, "mcp", "s2c", 0, result, answers=0, **mcp_answer),
+        _exchange(8, 1, "mcp", "tools/call"),
+    ]  # fmt: skip
+
+
+CASES = {
+    "tool-call-twice": (
+        {"tool_calls": [CALL, {**CALL, "tool": "other"}]},
+        {},
+        "line 6: tool_calls names the call of connection 1, frame 0 twice",
+    ),
+    "late-on-mcp": (
+        {},
+        {"late": True},
+        "line 8: late on a frame that is no GOLEM answer (only a plugin's answer comes late)",
+    ),
+    "answer-of-on-golem": (
+        {"answer_of": ANSWER_OF},
+        {},
+        "line 6: answer_of on a frame that is no answer of the MCP hop (only a tool call's "
+        "answer is another exchange's)",
+    ),
+    "answer-of-its-own-route": (
+        {},
+        {"answer_of": {**ANSWER_OF, "route": "mcp"}},
+        "line 8: answer_of names the MCP hop's own route: it names a GOLEM exchange",
+    ),
+}
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "two-layers.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_members_where_they_can_be_true_are_read(tmp_path: Path) -> None:
+    path = _write(tmp_path, _session({"late": True}, {"answer_of": ANSWER_OF}))
+    for command in ("show", "replay"):
+        args = [command, str(path)]
+        if command == "replay":
+            args += ["--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"]
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_member_that_cannot_be_true_is_refused_by_every_reader(tmp_path: Path, case: str) -> None:
+    golem_answer, mcp_answer, said = CASES[case]
+    path = _write(tmp_path, _session(golem_answer, mcp_answer))
+    readers = [
+        ("show",),
+        ("check",),
+        ("replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"),
+        ("mcp-verify", "--timeout", "5", "--", "true"),
+    ]
+    for command, *rest in readers:
+        done = run_cli(command, str(path), *rest)
+        assert (done.returncode, done.stderr.strip()) == (2, f"golem-proxy: {path}: {said}"), (
+            command
+        )
