@@ -204,7 +204,9 @@ async def _serve_hops(
             feed = None
             try:
                 if plan.call_feed is not None:
-                    feed = await CallFeed.connect(plan.call_feed, hops.proxy.redactor)
+                    # Bounded as the hop's frames are: a line past the cap is not held.
+                    cap = config.options.cap if config.options.cap is not None else MCP.default_cap
+                    feed = await CallFeed.connect(plan.call_feed, hops.proxy.redactor, cap)
                 env = child_environment(bound, plan.overrides, os.environ)
                 relay = StdioRelay(
                     plan.argv,

@@ -9,8 +9,15 @@ waits for the stand-in's ``ok``: the server can send the call's first GOLEM requ
 it has read the line, so the stand-in knows the call before any of its requests (two sockets
 keep no order between them; the acknowledgement does). When the server's answer to it
 passes, ``{"end": ID}`` follows, before the client gets the answer, on the same socket, so it
-comes before the next call's ``begin``. The arguments go out as the recording would hold
-them (``--redact``'s rules applied): the stand-in may quote them.
+comes before the next call's ``begin``. A call the client cancels (``notifications/cancelled``
+naming its id) gets no answer from the server, by MCP's rules: its ``end`` follows the
+client's notice instead, so the next call is not taken as overlapping it. The arguments go
+out as the recording would hold them (``--redact``'s rules applied): the stand-in may quote
+them.
+
+A line is read only up to the hop's frame cap (``--max-frame``, else MCP's line cap): a
+longer one is skipped to its end, never held whole, and tells nothing. The server's lines are
+not held at all while no call is in flight: none of them can answer one.
 
 A feed that fails (the stand-in gone, no acknowledgement within `ACK_WITHIN`) says so once on
 stderr and falls silent: forwarding never waits on it for longer.
@@ -24,6 +31,8 @@ from typing import Any, Optional
 
 import trio
 
+from golem_core.profiles.mcp import CANCELLED, MCP_CAP
+
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..net.addresses import Address
 from .redact import Redactor
@@ -33,36 +42,50 @@ __all__ = ["ACK_WITHIN", "CallFeed"]
 ACK_WITHIN = 10.0
 """How long a ``begin`` waits for the stand-in's acknowledgement before the feed gives up."""
 _CALL = b"tools/call"
+_CANCELLED = CANCELLED.encode()
 
 
 class CallFeed:
     """The ``tools/call`` requests the client sends and the answers the server gives, told to
     the stand-in listening at ``unix:PATH`` (`connect`)."""
 
-    def __init__(self, stream: trio.abc.Stream, redactor: Optional[Redactor] = None) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        redactor: Optional[Redactor] = None,
+        limit: int = MCP_CAP,
+    ) -> None:
+        """``limit``: the longest line read, in bytes (see the module docstring)."""
         self._stream: Optional[trio.abc.Stream] = stream
         self._redactor = redactor
-        self._client = bytearray()
-        self._server = bytearray()
+        self._client = _Lines(limit)
+        self._server = _Lines(limit)
         self._acks = bytearray()
         self._in_flight: set[str] = set()
         """The calls begun and not answered, by their id as JSON text."""
 
     @classmethod
-    async def connect(cls, address: Address, redactor: Optional[Redactor] = None) -> CallFeed:
+    async def connect(
+        cls, address: Address, redactor: Optional[Redactor] = None, limit: int = MCP_CAP
+    ) -> CallFeed:
         """A feed to the stand-in at ``address`` (``unix:PATH``). Raises OSError."""
         if address.path is None:
             raise OSError(f"--call-feed {address}: not unix:PATH")
-        return cls(await trio.open_unix_socket(address.path), redactor)
+        return cls(await trio.open_unix_socket(address.path), redactor, limit)
 
     async def client_chunk(self, chunk: bytes) -> None:
         """Before ``chunk`` of the client's goes to the server: ``begin`` each ``tools/call``
-        whose line it completes, acknowledged."""
-        for line in _lines(self._client, chunk):
-            if _CALL not in line or self._stream is None:
+        whose line it completes, acknowledged; ``end`` each call in flight it cancels."""
+        for line in self._client.feed(chunk):
+            if self._stream is None or (_CALL not in line and _CANCELLED not in line):
                 continue
             obj = _decoded(line)
-            if not isinstance(obj, dict) or obj.get("method") != "tools/call" or "id" not in obj:
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("method") == CANCELLED and "id" not in obj:
+                await self._cancelled(obj.get("params"))
+                continue
+            if obj.get("method") != "tools/call" or "id" not in obj:
                 continue
             if self._redactor:
                 obj, _ = self._redactor.apply(obj, "tools/call")
@@ -80,7 +103,11 @@ class CallFeed:
     async def server_chunk(self, chunk: bytes) -> None:
         """Before ``chunk`` of the server's goes to the client: ``end`` each call whose
         answer it completes."""
-        for line in _lines(self._server, chunk):
+        if not self._in_flight or self._stream is None:
+            # No call can be answered in it: the server reads a call only once it began.
+            self._server.skip(chunk)
+            return
+        for line in self._server.feed(chunk):
             if not self._in_flight or self._stream is None:
                 continue
             obj = _decoded(line)
@@ -90,6 +117,16 @@ class CallFeed:
             if ident in self._in_flight:
                 self._in_flight.discard(ident)
                 await self._send({"end": obj["id"]}, acknowledged=False)
+
+    async def _cancelled(self, params: Any) -> None:
+        """The client cancelled the call ``params`` names: the server will not answer it."""
+        ident = params.get("requestId") if isinstance(params, dict) else None
+        if ident is None or isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            return
+        key = json.dumps(ident)
+        if key in self._in_flight:
+            self._in_flight.discard(key)
+            await self._send({"end": ident}, acknowledged=False)
 
     async def aclose(self) -> None:
         stream, self._stream = self._stream, None
@@ -122,16 +159,50 @@ class CallFeed:
         del self._acks[: self._acks.index(b"\n") + 1]
 
 
-def _lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
-    """The lines ``chunk`` completes, ``buffer`` holding what came before them; keeps the
-    part of a line it does not complete."""
-    if b"\n" not in chunk:
-        buffer += chunk
-        return []
-    buffer += chunk
-    *whole, rest = bytes(buffer).split(b"\n")
-    buffer[:] = rest
-    return whole
+class _Lines:
+    """One side's lines, each at most ``limit`` bytes long; a longer one is skipped to its
+    end, never held whole."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._skipping = False
+        """Within a line too long, or one `skip` passed: its rest is dropped too."""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes (those within the limit); keeps the part of a line
+        it does not complete, unless that is already too long."""
+        lines: list[bytes] = []
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
+            if not self._skipping and self._size + end - start <= self.limit:
+                piece = chunk[start:end]
+                lines.append(b"".join((*self._parts, piece)) if self._parts else piece)
+            self._parts.clear()
+            self._size = 0
+            self._skipping = False
+            start = end + 1
+        rest = len(chunk) - start
+        if rest and not self._skipping:
+            if self._size + rest > self.limit:
+                self._parts.clear()
+                self._size = 0
+                self._skipping = True
+            else:
+                self._parts.append(chunk[start:])
+                self._size += rest
+        return lines
+
+    def skip(self, chunk: bytes) -> None:
+        """Drop ``chunk`` unread, and the rest of the line it ends within."""
+        self._parts.clear()
+        self._size = 0
+        if chunk:
+            self._skipping = not chunk.endswith(b"\n")
 
 
 def _decoded(line: bytes) -> Any:

@@ -34,6 +34,8 @@ __all__ = ["CallFollower"]
 
 _LINE_LIMIT = 64 * 1024 * 1024
 """A feed line longer than this (arguments of 64 MiB) ends the feed: no call is that big."""
+NAMED = 10
+"""How many overlapping calls `CallFollower.overlap_text` names; it counts the rest."""
 
 
 class CallFollower:
@@ -50,6 +52,8 @@ class CallFollower:
         """Where the wrapper's ``--call-feed`` connects."""
         self.overlapped = 0
         """Calls begun while another was in flight: their GOLEM requests were not scoped."""
+        self.overlapping: list[str] = []
+        """The first `NAMED` of them, as `overlap_text` names them (``#3 list_layers``)."""
         engine.scope = scopes.outside  # before any call, as between them: no call's exchanges
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -114,6 +118,8 @@ class CallFollower:
             )
             if self._in_flight:
                 self.overlapped += 1
+                if len(self.overlapping) < NAMED:
+                    self.overlapping.append(call.label)
             self._in_flight[(feed, json.dumps(told["begin"]))] = scope
             self._rescope()
             return True
@@ -121,6 +127,20 @@ class CallFollower:
             self._in_flight.pop((feed, json.dumps(told["end"])), None)
             self._rescope()
         return False
+
+    def overlap_text(self) -> str:
+        """What a failure says of the calls begun while another was in flight (their GOLEM
+        requests were served any call's answers); empty when none was."""
+        if not self.overlapped:
+            return ""
+        names = ", ".join(self.overlapping)
+        if self.overlapped > len(self.overlapping):
+            names += f", … and {self.overlapped - len(self.overlapping)} more"
+        calls = "1 tool call" if self.overlapped == 1 else f"{self.overlapped} tool calls"
+        return (
+            f"{calls} began while another was in flight ({names}): their GOLEM requests "
+            "were served any call's recorded answers, first come first served"
+        )
 
     def _recorded_call(self, tool: str, arguments: Any) -> CallRef:
         """The recorded call a call made now stands for, taken (see the module docstring);

@@ -230,7 +230,11 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
         # What the server tells the model (initialize, tools/list) is compared as mcp-verify
         # compares it: a build whose tool lost its docstring fails though its calls match.
         found = _report(path, compare_sessions(recorded, live, comparator), misses)
-        return "\n".join(text for text in (found, descriptions_text(path, told)) if text)
+        failed = "\n".join(text for text in (found, descriptions_text(path, told)) if text)
+        overlap = follower.overlap_text()
+        # Why a call's requests may have taken another call's answers: said only beside
+        # a failure, as overlapping calls are no fault of the build's.
+        return f"{failed}\ngolem_mcp_session {path}: {overlap}" if failed and overlap else failed
 
     session._check = check
     try:

@@ -10,17 +10,26 @@ Which recorded requests change state: of GOLEM, every method but those that only
 the plugin's naming (`reads_only`: ``ping``, ``list_methods``, ``viewport.capture``, and a
 method whose last part starts ``get_`` or ``list_``; the method catalogue says what each
 handler reads, not what it changes, so the names decide); of any other protocol, whose
-methods golem-proxy cannot tell apart, every request. An answer whose own method depends on no
-state (``ping``, ``list_methods``) is never warned of.
+methods golem-proxy cannot tell apart, every request. A request whose recorded answer says it
+failed (an error, an error in its result, ``"success": false``: the profile's outcome) made no
+change and is not waited for. An answer whose own method depends on no state (``ping``,
+``list_methods``) is never warned of.
+
+This runs on the replay server's request path, for every answer, on recordings of a million
+exchanges: the requests that change state are sorted out of the trace only as far as the
+answers served reach into it, once each; a note counts its answers and names only the first
+`LISTED`.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
+from golem_core.messages import Role
+from golem_core.outcome import OutcomeKind
 from golem_core.profiles import Profile
 
 from .recorded_exchanges import RecordedExchange
@@ -43,6 +52,13 @@ _GOLEM_READS = frozenset({"ping", "list_methods", "viewport.capture"})
 _READ_PREFIXES = ("get_", "list_")
 SHOWN = 10
 """How many answered-ahead lines a text prints; it counts the rest."""
+LISTED = 10
+"""How many of the answers served ahead of one request a note names; it counts the rest."""
+_NOTHING_CHANGED = frozenset(
+    {OutcomeKind.ERROR, OutcomeKind.ERROR_IN_RESULT, OutcomeKind.UNSUCCESSFUL}
+)
+"""Outcomes of a request that made no change. A malformed answer is not among them: the
+plugin may have made the change and then answered badly."""
 
 
 def reads_only(profile: Profile, method: str) -> bool:
@@ -57,23 +73,40 @@ def reads_only(profile: Profile, method: str) -> bool:
 @dataclass
 class Ahead:
     """The answers served while ``pending``, recorded before them and changing state, had not
-    been sent."""
+    been sent: ``count`` of them, the first `LISTED` in ``served``."""
 
     pending: RecordedExchange
     served: list[RecordedExchange] = field(default_factory=list)
+    count: int = 0
+    _seen: set[int] = field(default_factory=set, repr=False)
+    """The numbers of the exchanges counted: one served again (``--reuse``) counts once."""
+
+    def add(self, exchange: RecordedExchange) -> None:
+        """Count ``exchange`` as served ahead of `pending` (once, however often served)."""
+        if exchange.number in self._seen:
+            return
+        self._seen.add(exchange.number)
+        self.count += 1
+        if len(self.served) < LISTED:
+            self.served.append(exchange)
 
     def describe(self) -> str:
         """``answered #7 main scene.list_objects ahead of #5 main scene.create_box, …``."""
         return describe_ahead(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        return {"pending": listed(self.pending), "answered": [listed(e) for e in self.served]}
+        """``answered`` names the first `LISTED` answers, ``answered_count`` counts them all."""
+        return {
+            "pending": listed(self.pending),
+            "answered": [listed(e) for e in self.served],
+            "answered_count": self.count,
+        }
 
 
 def describe_ahead(note: Mapping[str, Any]) -> str:
     """A note as `Ahead.to_json` writes it (a report's ``ahead``), in words."""
     answered = note["answered"]
-    more = len(answered) - 1
+    more = int(note.get("answered_count", len(answered))) - 1
     also = f" (and {more} more after it)" if more else ""
     whose = "their answers" if more else "its answer"
     return (
@@ -104,12 +137,22 @@ class StateOrder:
     """Follows which recorded requests that change state were sent, and notes each answer
     served ahead of one not sent yet (`served`)."""
 
-    def __init__(self, profile: Profile, exchanges: Iterable[RecordedExchange]) -> None:
+    def __init__(self, profile: Profile, exchanges: Sequence[RecordedExchange]) -> None:
+        """``exchanges``: the trace's, in trace order (ascending numbers). Nothing is read
+        of them yet: a replay of a million exchanges starts at once."""
+        self._profile = profile
+        self._exchanges = exchanges
+        self._sorted = 0
+        """How many of ``exchanges`` were sorted into `_changers`."""
         self._changers: dict[str, list[RecordedExchange]] = {}
-        for e in exchanges:
-            if e.request_type == "request" and e.method and not reads_only(profile, e.method):
-                self._changers.setdefault(e.route, []).append(e)
-        self._next = dict.fromkeys(self._changers, 0)
+        """The requests that change state, by route, in trace order, as far as sorted."""
+        self._next: dict[str, int] = {}
+        """By route, where in its `_changers` the first one maybe not sent is."""
+        self._counted: dict[str, int] = {}
+        """By route, the `_next` whose request was found to have changed state (its answer
+        decoded once, not on every answer served ahead of it)."""
+        self._reads: dict[str, bool] = {}
+        """`reads_only` by method, asked once each."""
         self.ahead: dict[int, Ahead] = {}
         """By the pending request's number, in the order first found."""
 
@@ -119,19 +162,59 @@ class StateOrder:
         was not."""
         if (exchange.method or "").rsplit(".", 1)[-1] in STATELESS_ANSWERS:
             return
-        changers = self._changers.get(exchange.route, [])
-        at = self._next.get(exchange.route, 0)
-        while at < len(changers) and changers[at].number in used:
-            at += 1
-        self._next[exchange.route] = at
-        if at == len(changers) or changers[at].number >= exchange.number:
+        self._sort_until(exchange.number)
+        pending = self._pending(exchange.route, exchange.number, used)
+        if pending is None:
             return
-        pending = changers[at]
         found = self.ahead.get(pending.number)
         if found is None:
             found = self.ahead[pending.number] = Ahead(pending)
-        if exchange not in found.served:
-            found.served.append(exchange)
+        found.add(exchange)
+
+    def _sort_until(self, number: int) -> None:
+        """Sort every exchange recorded before ``number`` into `_changers` (each once)."""
+        exchanges, at = self._exchanges, self._sorted
+        while at < len(exchanges) and exchanges[at].number < number:
+            e = exchanges[at]
+            at += 1
+            method = e.method
+            if e.request_type != "request" or not method:
+                continue
+            reads = self._reads.get(method)
+            if reads is None:
+                reads = self._reads[method] = reads_only(self._profile, method)
+            if not reads:
+                self._changers.setdefault(e.route, []).append(e)
+        self._sorted = at
+
+    def _pending(self, route: str, number: int, used: set[int]) -> Optional[RecordedExchange]:
+        """The first request of ``route`` that changes state, recorded before ``number``
+        and not sent; None when there is none. Each request is passed over once: one sent,
+        or one that failed when recorded, is never looked at again."""
+        changers = self._changers.get(route, [])
+        at = self._next.get(route, 0)
+        while at < len(changers) and changers[at].number < number:
+            candidate = changers[at]
+            if candidate.number not in used:
+                if self._counted.get(route) == at:
+                    return candidate
+                if not self._failed(candidate):
+                    self._counted[route] = at
+                    self._next[route] = at
+                    return candidate
+            at += 1
+        self._next[route] = at
+        return None
+
+    def _failed(self, exchange: RecordedExchange) -> bool:
+        """Whether ``exchange``'s recorded answer says it failed: it changed nothing."""
+        if exchange.too_large(response=True):
+            return False  # not parsed (a reader's budget): a failure is a small answer
+        request = None
+        if not exchange.too_large(response=False):
+            request = self._profile.parse(exchange.request, Role.REQUEST)
+        response = self._profile.parse(exchange.response, Role.RESPONSE)
+        return self._profile.outcome(request, response).kind in _NOTHING_CHANGED
 
     def notes(self) -> list[dict[str, Any]]:
         """Every answer served ahead, by the request it went ahead of, as a report lists
