@@ -246,6 +246,7 @@ async def _verify(
                     numbers=job.numbers,
                     timeout=job.timeout,
                     before_step=before_step,
+                    answered=standin.returned,
                     after_check=live.after_check,
                     redaction=LiveRedaction(get_profile("mcp"), job.trace.header.redact),
                 )

@@ -6,12 +6,20 @@ A stand-in that answered it at once would hand the build, in time, the answer th
 server had given up waiting for: the recorded call's timeout error would read as a
 difference, and a server that keeps its connection and reads answers in order would no
 longer hand the next call that answer. So the stand-in holds it, and with it what comes
-after it on its connection (the plugin answers a connection's requests in order), until its
-call has returned, which the replay knows for certain (the next step is about to be sent),
-or until as long as the plugin took to answer it then (its recorded latency) has passed,
-whichever comes first: a build that now waits longer than the plugin took is handed the
-answer then, as Rhino would hand it, and its call then differs with the reason said
-(`LateHold.explain`).
+after it on its connection (the plugin answers a connection's requests in order), until
+mcp-verify has read its call's answer from the server (`returned`): then the call has
+returned for certain. A build whose call does not return holds it until the call has taken
+as long as the recorded call did and then as long again as the plugin took to answer it
+(its recorded latency): the recorded call had returned by then with a margin of the
+plugin's whole time, so a call that returns as recorded is never outrun by it on a slow
+machine, and a build that now waits longer is handed the answer and its call differs, with
+the reason said (`standin_notes`).
+
+An answer marked late only because its call read the late answer queued before it (its
+call's recorded result is that answer, `answer_of`: the plugin had answered at once, but
+the call had returned with the one before it before its own came, a race the recording
+settles either way) is no late answer of its own: it is served as the plugin served it,
+behind the late one on its connection (`RELEASED_BEHIND`), never held for its call.
 
 A late answer of several overlapping calls, or of none, is served as any other: which call's
 return it waited for cannot be told.
@@ -31,16 +39,27 @@ from .call_scope import CallRef
 from .engine import Reply
 from .index import ExchangeTrace
 
-__all__ = ["RELEASED_BY_CALL", "RELEASED_BY_LATENCY", "HeldAnswer", "LateAnswer", "LateHold"]
+__all__ = [
+    "RELEASED_BEHIND",
+    "RELEASED_BY_CALL",
+    "RELEASED_BY_LATENCY",
+    "HeldAnswer",
+    "LateAnswer",
+    "LateHold",
+]
 
 RELEASED_BY_CALL = "call"
 """Sent once its call had returned, as recorded."""
 RELEASED_BY_LATENCY = "latency"
-"""Sent once its recorded latency had passed, its call still waiting: the build waited
-longer than the recorded server did."""
+"""Sent with its call still waiting once the call had taken as long as the recorded one
+and the plugin's recorded time on top: the build waited longer than the recorded server."""
+RELEASED_BEHIND = "behind"
+"""Never held: late only as its call read the late answer queued before it, and served as
+the plugin served it, behind that one on its connection."""
 WRITE_WAIT = 1.0
-"""How long the next step waits for the answers it released to be written (a server that
-stopped reading holds a write up; the step is not held up for ever by it)."""
+"""How long mcp-verify waits, once a call returned, for the answers that released to be
+written before it sends the next step (a server that stopped reading holds a write up; the
+next step is not held up for ever by it)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,9 @@ class LateAnswer:
     """Seconds from its request to its answer, as recorded: as long as the plugin took."""
     call_latency: Optional[float] = None
     """Seconds from the call's request to its answer on the MCP hop, as recorded."""
+    behind: Optional[int] = None
+    """The row of the answer its call read instead, queued before it on its connection
+    (the call's `answer_of`): late only behind that one (`RELEASED_BEHIND`)."""
 
     def words(self) -> str:
         """``the recorded answer to scene.create_layer (#4) came late: after its call
@@ -74,7 +96,10 @@ class HeldAnswer:
 
     late: LateAnswer
     released_by: str = ""
-    """`RELEASED_BY_CALL`, `RELEASED_BY_LATENCY`, or empty: still held when the run ended."""
+    """`RELEASED_BY_CALL`, `RELEASED_BY_LATENCY`, `RELEASED_BEHIND`, or empty: still held
+    when the run ended."""
+    waited: Optional[float] = None
+    """Seconds from this build's call being sent to the answer's release by latency."""
 
 
 @dataclass
@@ -99,6 +124,10 @@ class LateHold:
         tool of its call."""
         self.held: list[HeldAnswer] = []
         self._pending: list[_Pending] = []
+        self._sent: dict[int, float] = {}
+        """When each call (by its request frame index) was sent this run (trio's clock)."""
+        self._returned: set[int] = set()
+        """The calls (by index) whose answer mcp-verify has read."""
 
     @classmethod
     def of(cls, layers: TwoLayers, trace: ExchangeTrace) -> LateHold:
@@ -132,8 +161,10 @@ class LateHold:
             if row is not None and found is not None:
                 ref, waited = found
                 method = exchange.method or "?"
+                queued = read_late.get(ref.number)
+                behind = queued[0] if queued is not None else None
                 late[exchange.number] = LateAnswer(
-                    exchange.number, row, method, ref, exchange.latency, waited
+                    exchange.number, row, method, ref, exchange.latency, waited, behind
                 )
         return cls(late, read_late)
 
@@ -143,7 +174,8 @@ class LateHold:
     @asynccontextmanager
     async def hold(self, reply: Reply) -> AsyncIterator[None]:
         """Around the writing of ``reply``: for a late answer's, wait until its call has
-        returned (`release`) or its recorded latency has passed; at once for any other."""
+        returned (`returned`), or has waited too long (`_deadline`); at once for any other,
+        and for one late only behind another (`LateAnswer.behind`)."""
         exchange = reply.exchange
         late = self.late.get(exchange.number) if exchange is not None else None
         if late is None:
@@ -151,22 +183,43 @@ class LateHold:
             return
         pending = _Pending(HeldAnswer(late))
         self.held.append(pending.held)
+        if late.behind is not None:
+            pending.held.released_by = RELEASED_BEHIND
+            yield
+            return
         self._pending.append(pending)
         try:
-            with trio.move_on_after(late.latency):
-                await pending.release.wait()
-            called = pending.release.is_set()
-            pending.held.released_by = RELEASED_BY_CALL if called else RELEASED_BY_LATENCY
+            index = late.call.index
+            if index not in self._returned:
+                with trio.move_on_at(self._deadline(late)):
+                    await pending.release.wait()
+            if index in self._returned:
+                pending.held.released_by = RELEASED_BY_CALL
+            else:
+                pending.held.released_by = RELEASED_BY_LATENCY
+                pending.held.waited = trio.current_time() - self._sent.get(index, 0.0)
             yield
         finally:
             pending.written.set()
             self._pending.remove(pending)
 
-    async def release(self) -> None:
-        """The next step is about to be sent: every call played so far has returned, so the
-        answers held for them go, and the step waits until they are written (at most
-        `WRITE_WAIT`), so that they reach the server's connection before it, as they did."""
-        pending = list(self._pending)
+    def _deadline(self, late: LateAnswer) -> float:
+        """When a call still waiting is handed its late answer: once it has taken as long as
+        the recorded call did, as long again as the plugin took (see the module's words)."""
+        sent = self._sent.get(late.call.index, trio.current_time())
+        return sent + (late.call_latency or 0.0) + late.latency
+
+    def sending(self, index: int) -> None:
+        """The call whose request frame index is ``index`` is about to be sent."""
+        self._sent[index] = trio.current_time()
+
+    async def returned(self, index: int) -> None:
+        """mcp-verify has read the answer of the call whose request frame index is
+        ``index``: the answers held for it go, and this waits until they are written (at most
+        `WRITE_WAIT`), so that they reach the server's connection before the next step, as
+        they did. One whose request the stand-in reads only later goes as it is read."""
+        self._returned.add(index)
+        pending = [item for item in self._pending if item.held.late.call.index == index]
         for item in pending:
             item.release.set()
         with trio.move_on_after(WRITE_WAIT):

@@ -161,11 +161,13 @@ async def play(
     numbers: Mapping[int, int],
     timeout: float,
     before_step: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
+    answered: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
     after_check: Optional[Callable[[McpCheck], Awaitable[bool]]] = None,
     redaction: Optional[LiveRedaction] = None,
 ) -> McpVerifyResult:
     """Play ``script`` to ``child`` (started) and compare every answer; ``before_step``
     is awaited before each step is sent (the stand-in sets its routes as they were then),
+    ``answered`` as soon as a request's answer is read (its call has returned), and
     ``after_check`` with each check once made: True stops the replay there (the steps after
     it are not sent: a live plugin behind the server went away). ``redaction``: the
     recording's ``--redact`` rules, applied to each live answer before it is compared, as
@@ -183,6 +185,8 @@ async def play(
         if before_step is not None:
             await before_step(step)
         answer = await player.request(step, outgoing_payload(step, comparator))
+        if answered is not None and step.is_request and not isinstance(answer, str):
+            await answered(step)
         if check is None:
             continue
         if redaction and not isinstance(answer, str):

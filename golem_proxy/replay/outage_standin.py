@@ -16,8 +16,9 @@ reads the end of the stream; its later bytes there meet a reset, as the proxy re
 A connection the proxy closed for ``--idle-timeout`` before a call is closed as that call
 begins (cleanly, as the proxy closed it), so the server's next write finds it closed.
 Otherwise a connection is the replay server's to answer, an answer the recording marks late
-held until its call has returned (`late_hold`). A call made during an outage so
-never takes a later recorded answer of its method, and the calls after it get theirs.
+held until mcp-verify has read its call's answer (`returned`, `late_hold`). A call made
+during an outage so never takes a later recorded answer of its method, and the calls after
+it get theirs.
 """
 
 from __future__ import annotations
@@ -140,8 +141,8 @@ class OutageStandIn:
         """Set the routes as they were when ``step`` was sent in the recording; for a step
         other than a tool call, only an unused count of resets is dropped. Raises
         ListenError when a route cannot listen again on its address."""
-        # The calls before this step have returned: the late answers held for them go first.
-        await self.late.release()
+        if step.tool is not None:
+            self.late.sending(step.index)
         plan = self.plan.for_step(step.index) if step.tool is not None else None
         for name, route in self._routes.items():
             # The proxy reset such a connection during the call that opened it, which has
@@ -168,6 +169,12 @@ class OutageStandIn:
                 await self._stop_listening(route)
             else:
                 await self._listen(route)
+
+    async def returned(self, step: ClientStep) -> None:
+        """mcp-verify has read the server's answer to ``step``: the late answers held for
+        it go (`LateHold.returned`), before the next step is sent."""
+        if step.tool is not None:
+            await self.late.returned(step.index)
 
     def _end(self, route: str, end: PluginEnd) -> _End:
         keys = [self._key(route, payload, live=False) for payload in end.requests]

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .late_hold import RELEASED_BY_CALL, RELEASED_BY_LATENCY, HeldAnswer, LateHold
+from .late_hold import (
+    RELEASED_BEHIND,
+    RELEASED_BY_CALL,
+    RELEASED_BY_LATENCY,
+    HeldAnswer,
+    LateHold,
+)
 from .mcp_verify import McpCheck
 from .outage_standin import AppliedIdleClose
 
@@ -60,10 +66,18 @@ def _late_words(held: HeldAnswer) -> tuple[str, bool]:
     if held.released_by == RELEASED_BY_CALL:
         return f"{said}; the stand-in sent it once the call had returned, as recorded", True
     if held.released_by == RELEASED_BY_LATENCY:
+        waited = f" {held.waited:.2f} s after it was sent" if held.waited is not None else ""
         return (
-            f"{said}; the stand-in held it as long, and this build's call was still waiting: "
-            "it took the answer the recorded call had given up on",
+            f"{said}; this build's call was still waiting{waited}, longer than the recorded "
+            "call took and the plugin's time on top: the stand-in handed it then the answer "
+            "the recorded call had given up on",
             False,
+        )
+    if held.released_by == RELEASED_BEHIND:
+        return (
+            f"{said}, only as the call read #{held.late.behind}'s answer queued before it; "
+            "the stand-in sent it as the plugin had, behind that one",
+            True,
         )
     return f"{said}; the stand-in held it, and the run ended first", False
 
@@ -71,9 +85,11 @@ def _late_words(held: HeldAnswer) -> tuple[str, bool]:
 def _read_words(read: tuple[int, str], before: Sequence[HeldAnswer]) -> tuple[str, bool]:
     """A call whose recorded result is another exchange's answer, read out of order after a
     late one (``answer_of``): played as recorded where every late answer served before it
-    (``before``: those of the calls before) went once its call had returned."""
+    (``before``: those of the calls before, but those late only behind another) went once
+    its call had returned."""
     row, tool = read
     said = f"its recorded result is #{row}'s answer ({tool}), read out of order after a late one"
+    before = [held for held in before if held.released_by != RELEASED_BEHIND]
     if before and all(held.released_by == RELEASED_BY_CALL for held in before):
         return f"{said}; the stand-in sent the late answers before it late, as recorded", True
     if not before:
@@ -100,7 +116,9 @@ def _idle_words(item: AppliedIdleClose) -> tuple[str, bool]:
 
 def late_json(late: LateHold) -> list[dict[str, Any]]:
     """The late answers the stand-in served, and what released each (``call``: its call
-    had returned; ``latency``: its recorded latency passed first; null: the run ended)."""
+    had returned; ``latency``: its call was still waiting when it had taken as long as the
+    recorded one and the plugin's time on top; ``behind``: late only behind the answer its
+    call read, ``behind`` naming that one's row, and never held; null: the run ended)."""
     return [
         {
             "number": held.late.call.number,
@@ -109,6 +127,7 @@ def late_json(late: LateHold) -> list[dict[str, Any]]:
             "method": held.late.method,
             "latency": round(held.late.latency, 6),
             "released_by": held.released_by or None,
+            "behind": held.late.behind,
         }
         for held in late.held
     ]
@@ -136,20 +155,48 @@ def played_lines(played: Mapping[str, list[dict[str, Any]]]) -> list[str]:
     late, idle = played.get("late"), played.get("idle_close")
     said: list[str] = []
     if idle:
-        calls = ", ".join(dict.fromkeys(_call(item) for item in idle))
-        said.append(
-            f"the proxy closed an idle GOLEM connection (--idle-timeout) before {len(idle)} "
-            f"recorded tool call(s) ({calls}): the stand-in closed the server's there too"
-        )
+        said.append(_idle_line(idle))
     if late:
-        calls = ", ".join(dict.fromkeys(_call(item) for item in late))
-        on_time = sum(1 for item in late if item["released_by"] == RELEASED_BY_CALL)
-        said.append(
-            f"{len(late)} recorded GOLEM answer(s) came late, after their call returned "
-            f"({calls}): the stand-in sent {on_time} of them once their call had returned"
-            + ("" if on_time == len(late) else " (the rows say why not the others)")
-        )
+        said.append(_late_line(late))
     return said
+
+
+def _idle_line(idle: Sequence[Mapping[str, Any]]) -> str:
+    calls = ", ".join(dict.fromkeys(_call(item) for item in idle))
+    said = (
+        f"the proxy closed an idle GOLEM connection (--idle-timeout) before {len(idle)} "
+        f"recorded tool call(s) ({calls}): "
+    )
+    closed = sum(1 for item in idle if item["closed"])
+    if closed == len(idle):
+        return f"{said}the stand-in closed the server's there too"
+    if not closed:
+        return f"{said}this build had none open there for the stand-in to close"
+    return (
+        f"{said}the stand-in closed the server's before {closed} of them; this build had "
+        "none open before the others"
+    )
+
+
+def _late_line(late: Sequence[Mapping[str, Any]]) -> str:
+    own = [item for item in late if item["released_by"] != RELEASED_BEHIND]
+    behind = [item for item in late if item["released_by"] == RELEASED_BEHIND]
+    said = []
+    if own:
+        calls = ", ".join(dict.fromkeys(_call(item) for item in own))
+        on_time = sum(1 for item in own if item["released_by"] == RELEASED_BY_CALL)
+        said.append(
+            f"{len(own)} recorded GOLEM answer(s) came late, after their call returned "
+            f"({calls}): the stand-in sent {on_time} of them once their call had returned"
+            + ("" if on_time == len(own) else " (the rows say why not the others)")
+        )
+    if behind:
+        calls = ", ".join(dict.fromkeys(_call(item) for item in behind))
+        said.append(
+            f"{len(behind)} more came after their call returned only as the call read the "
+            f"answer queued before its own ({calls}): the stand-in sent them as the plugin had"
+        )
+    return "; ".join(said)
 
 
 def _call(item: Mapping[str, Any]) -> str:

@@ -31,7 +31,8 @@ names the wrong address); ``lists-first`` makes ``create_layer`` list the layers
 creates one, and ``deletes-first`` makes ``list_layers`` delete an object first, each
 ignoring a failure of that first request and answering as before (builds that send a GOLEM
 request the recorded call never sent); ``described-otherwise`` describes ``list_layers`` in
-other words (a build whose ``tools/list`` changed, its calls not).
+other words (a build whose ``tools/list`` changed, its calls not); ``keeps-none`` closes its
+connection after every call (a build that keeps no connection for a proxy's idle close).
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ class GolemConnection:
                 if OFFLINE_MESSAGE:
                     raise GolemError(f"Rhino is not reachable ({type(exc).__name__})") from None
                 raise
+            finally:
+                if KEEPS_NONE and self.sock is not None:
+                    self.sock.close()
+                    self.sock = None
 
     def _call(self, method: str, params: dict[str, Any], within: Optional[float]) -> Any:
         if self.sock is None:
@@ -127,6 +132,7 @@ VARIANT = os.environ.get("GOLEM_TEST_SERVER_VARIANT")
 CHANGED = VARIANT == "changed"
 OFFLINE_MESSAGE = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "offline-message"
 NAMES_DEFAULT_PORT = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-default-port"
+KEEPS_NONE = VARIANT == "keeps-none"
 NAMES_AN_ADDRESS = (
     NAMES_DEFAULT_PORT or os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-address"
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,7 +17,7 @@ from mcp.client.stdio import stdio_client
 
 from .mcp_helpers import ROOT, environment
 
-__all__ = ["LATE_SEEN", "SERVER", "SLOW", "late_answer_session"]
+__all__ = ["AFTER", "LATE_SEEN", "SERVER", "SLOW", "late_answer_session"]
 
 SERVER = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_in_order.py")]
 SLOW = "import time; time.sleep(1.5); print('late')"
@@ -24,11 +25,19 @@ SLOW = "import time; time.sleep(1.5); print('late')"
 LATE_SEEN = b'"late\\n"'
 """The slow script's output as the recording holds it (in the plugin's answer)."""
 DEADLINE = 20.0
+AFTER: Sequence[tuple[str, dict[str, Any]]] = (
+    ("create_layer", {"name": "next"}),
+    ("get_document_info", {}),
+    ("list_layers", {}),
+)
+"""The calls after the late one, by default: each reads the answer before its own."""
 
 
-def late_answer_session(command: list[str], record: Path, stderr: Path) -> list[tuple[bool, str]]:
+def late_answer_session(
+    command: list[str], record: Path, stderr: Path, then: Sequence[tuple[str, Any]] = AFTER
+) -> list[tuple[bool, str]]:
     """Call a tool, the slow script (the server gives up), wait until the late answer is
-    recorded, then three more calls; return each call's ``isError`` and text. The wrapper's
+    recorded, then the calls ``then``; return each call's ``isError`` and text. The wrapper's
     stderr (its live log) goes to ``stderr``."""
 
     async def run(errlog: TextIO) -> list[tuple[bool, str]]:
@@ -50,9 +59,8 @@ def late_answer_session(command: list[str], record: Path, stderr: Path) -> list[
             deadline = time.monotonic() + DEADLINE
             while LATE_SEEN not in record.read_bytes() and time.monotonic() < deadline:
                 await anyio.sleep(0.05)
-            await call("create_layer", {"name": "next"})
-            await call("get_document_info", {})
-            await call("list_layers", {})
+            for name, arguments in then:
+                await call(name, arguments)
         return outcomes
 
     with stderr.open("w") as errlog:
