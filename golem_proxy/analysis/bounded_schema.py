@@ -15,8 +15,15 @@ process far longer than the recording may trail the wire (`McpAuditor.live`).
 What the user sees when a pattern runs past: the call's row gets `R_ARGUMENTS_UNCHECKED`
 naming the pattern; the call is checked again without it, so every other part of the schema
 still is; and later calls leave that pattern out (each saying so), so that it costs its
-`DEADLINE` once. Past `MAX_OVERRUNS` patterns that ran past, every regular expression is left
-out for the rest of the recording: a hostile listing costs at most that many deadlines.
+`DEADLINE` once. When no pattern is known to have been running, that call alone is checked
+again without its regular expressions (a guess would leave innocent ones out for good).
+Past `MAX_OVERRUNS` patterns that ran past, or `BUDGET` seconds of calls checked in the
+worker, every regular expression is left out for the rest of the recording: a hostile
+listing costs `check` about `BUDGET` seconds at most, however many calls it has.
+
+Preparing a tool's schema (at its first call) is not counted in the call's `DEADLINE`: it
+takes seconds for a schema of thousands of properties, and is bounded by `BUILD_TIMEOUT`
+apart. Prepared again in a worker started anew after an overrun, it counts in `BUDGET`.
 """
 
 from __future__ import annotations
@@ -37,13 +44,22 @@ from golem_core.mcp_rules import R_ARGUMENTS_UNCHECKED
 
 from .schema_checks import schema_patterns
 
-__all__ = ["DEADLINE", "MAX_OVERRUNS", "BoundedSchemas"]
+__all__ = ["BUDGET", "BUILD_TIMEOUT", "DEADLINE", "MAX_OVERRUNS", "BoundedSchemas"]
 
 DEADLINE = 1.0
 """Seconds one call's arguments may take against its schema. Checking takes milliseconds;
 a second leaves room for a loaded machine, and a hostile recording costs `MAX_OVERRUNS` of
-them at most."""
+them, or `BUDGET`, at most."""
 MAX_OVERRUNS = 10
+BUDGET = 20.0
+"""Seconds of calls checked in the worker (overruns included) one run may spend. A pattern
+that stays under `DEADLINE` on every call never runs past it, yet costs that on each call:
+past the budget, the calls after leave every regular expression out, each saying so."""
+BUILD_TIMEOUT = 30.0
+"""Seconds the worker may take to prepare one tool's schema (checked against its draft's
+metaschema, every pattern compiled: over a second for 6,000 properties), not counted in any
+call's `DEADLINE`. Past it, the tool's calls are not checked against its schema, each saying
+so, and it is not tried again."""
 START_TIMEOUT = 30.0
 """Seconds the worker may take to start (Python and `jsonschema` imported), not counted in
 any call's `DEADLINE`."""
@@ -70,6 +86,11 @@ class _Failed:
 
 
 @dataclass
+class _Unbuilt:
+    """The worker did not prepare the tool's schema within `BUILD_TIMEOUT`."""
+
+
+@dataclass
 class _Worker:
     process: subprocess.Popen[bytes]
     selector: selectors.DefaultSelector
@@ -84,39 +105,66 @@ class BoundedSchemas:
     """Checks a call's arguments against a schema with regular expressions (`problems`) in a
     worker process; `close` stops it."""
 
-    def __init__(self, deadline: float = DEADLINE, max_overruns: int = MAX_OVERRUNS) -> None:
+    def __init__(
+        self,
+        deadline: float = DEADLINE,
+        max_overruns: int = MAX_OVERRUNS,
+        budget: float = BUDGET,
+        build_timeout: float = BUILD_TIMEOUT,
+    ) -> None:
         self.deadline = deadline
         self.max_overruns = max_overruns
+        self.budget = budget
+        self.build_timeout = build_timeout
         self._worker: Optional[_Worker] = None
         self._broken: Optional[str] = None
         self._patterns: dict[str, list[str]] = {}
         self._overran: dict[str, int] = {}
         """Each pattern that ran past the deadline, and the flow whose arguments it ran on."""
+        self._unbuilt: dict[str, int] = {}
+        """Each tool whose schema was not prepared within `build_timeout`, and the flow of
+        the call that tried."""
+        self._built: set[str] = set()
+        """The tools whose schema a worker prepared (the first time is not in `budget`)."""
+        self._spent = 0.0
+        self._spent_by: Optional[int] = None
+        """The flow whose call took the time spent past `budget`."""
 
     def problems(self, tool: str, schema: Any, arguments: Any, flow: int) -> list[Violation]:
         """The violations of ``arguments`` (of the call in ``flow``) against ``schema``
         (``tool``'s), and one `R_ARGUMENTS_UNCHECKED` warning naming what was left out."""
-        patterns = self._patterns.setdefault(tool, schema_patterns(schema))
-        every: Optional[str] = self._cap() if len(self._overran) >= self.max_overruns else None
+        if tool in self._unbuilt:
+            return [self._unchecked(self._unbuilt_text(tool))]
+        patterns = self._patterns.get(tool)
+        if patterns is None:  # walked once per tool: a large schema takes tens of ms
+            patterns = self._patterns[tool] = schema_patterns(schema)
+        every = self._every()
         while True:
             skip = [at for at, pattern in enumerate(patterns) if pattern in self._overran]
             outcome = self._ask(tool, schema, arguments, skip, every is not None)
+            if self._spent_by is None and self._spent >= self.budget:
+                self._spent_by = flow
             if isinstance(outcome, _Failed):
                 return [self._unchecked(f"its inputSchema's regular expressions ({outcome.why})")]
+            if isinstance(outcome, _Unbuilt):
+                self._unbuilt[tool] = flow
+                return [self._unchecked(self._unbuilt_text(tool))]
             if isinstance(outcome, _Done):
                 break
-            named = [at for at in outcome.at or () if 0 <= at < len(patterns)]
-            new = [patterns[at] for at in (named or range(len(patterns)))]
-            new = [pattern for pattern in new if pattern not in self._overran]
-            if every is not None:
-                text = f"its inputSchema's regular expressions within {self.deadline:g} s"
+            if every is not None:  # no regular expression ran: the rest of it ran past
+                text = (
+                    f"its inputSchema within {self.deadline:g} s, even with its regular "
+                    f"expressions left out ({every})"
+                )
                 return [self._unchecked(text)]
+            named = [patterns[at] for at in outcome.at or () if 0 <= at < len(patterns)]
+            new = [pattern for pattern in named if pattern not in self._overran]
             for pattern in new:
                 self._overran[pattern] = flow
-            if not new:
-                every = f"one it cannot name ran past {self.deadline:g} s on these arguments"
-            elif len(self._overran) >= self.max_overruns:
-                every = self._cap()
+            # With no pattern known to have held it, this call's are left out, not the next
+            # call's: blaming them all would leave innocent ones out for good.
+            unnamed = f"one it cannot name ran past {self.deadline:g} s on these arguments"
+            every = self._every() if new else unnamed
         found = outcome.problems
         left_out = [patterns[at] for at in outcome.skipped if 0 <= at < len(patterns)]
         said = [self._said(pattern, flow) for pattern in left_out if pattern in self._overran]
@@ -135,11 +183,25 @@ class BoundedSchemas:
             self._worker.stop()
             self._worker = None
 
-    def _cap(self) -> str:
-        patterns = "pattern" if self.max_overruns == 1 else "patterns"
+    def _every(self) -> Optional[str]:
+        """Why every regular expression is left out of the calls from now on, if it is."""
+        if len(self._overran) >= self.max_overruns:
+            patterns = "pattern" if self.max_overruns == 1 else "patterns"
+            return (
+                f"{self.max_overruns} {patterns} ran past {self.deadline:g} s earlier in this "
+                "recording: every one is left out since"
+            )
+        if self._spent >= self.budget:
+            return (
+                f"checking regular expressions took the {self.budget:g} s a check run gives "
+                f"them, by flow #{self._spent_by}: every one is left out since"
+            )
+        return None
+
+    def _unbuilt_text(self, tool: str) -> str:
         return (
-            f"{self.max_overruns} {patterns} ran past {self.deadline:g} s earlier in this "
-            "recording: every one is left out since"
+            f"its inputSchema (preparing it, once per tool, ran past {self.build_timeout:g} s "
+            f"at flow #{self._unbuilt[tool]}; it is not tried again)"
         )
 
     def _said(self, pattern: str, flow: int) -> str:
@@ -159,26 +221,31 @@ class BoundedSchemas:
 
     def _ask(
         self, tool: str, schema: Any, arguments: Any, skip: list[int], every: bool
-    ) -> Union[_Done, _Overrun, _Failed]:
+    ) -> Union[_Done, _Overrun, _Failed, _Unbuilt]:
         worker = self._running()
         if isinstance(worker, _Failed):
             return worker
         request: dict[str, Any] = {"tool": tool, "arguments": arguments, "skip": skip}
         if every:
             request["all"] = True
-        if tool not in worker.known:
+        build = tool not in worker.known
+        if build:
             request["schema"] = schema
         try:
             line = json.dumps(request).encode() + b"\n"
         except (TypeError, ValueError) as exc:  # an integer of more digits than str() takes
             return _Failed(f"its arguments cannot be passed on: {type(exc).__name__}")
         worker.known.add(tool)
-        outcome = self._exchange(worker, line)
+        outcome = self._exchange(worker, line, build, again=tool in self._built)
+        if build and not isinstance(outcome, (_Unbuilt, _Failed)):
+            self._built.add(tool)
         if not isinstance(outcome, _Done):
             self.close()
         return outcome
 
-    def _exchange(self, worker: _Worker, line: bytes) -> Union[_Done, _Overrun, _Failed]:
+    def _exchange(
+        self, worker: _Worker, line: bytes, build: bool, again: bool
+    ) -> Union[_Done, _Overrun, _Failed, _Unbuilt]:
         stdin = worker.process.stdin
         assert stdin is not None
         try:
@@ -186,8 +253,28 @@ class BoundedSchemas:
             stdin.flush()
         except OSError:
             return _Failed(f"the process checking them exited ({worker.process.poll()})")
+        if build:  # the worker says when the schema is prepared: the call's deadline starts
+            started = time.monotonic()
+            built = _next_line(worker, started + self.build_timeout)
+            if again:
+                # Prepared again in a worker started anew after an overrun: that is what the
+                # overrun costs, so the budget bounds it (a schema slow to prepare and a
+                # backtracking pattern would otherwise cost a preparation per overrun).
+                self._spent += time.monotonic() - started
+            if built is None:
+                return _Unbuilt()
+            if isinstance(built, _Failed):
+                return built
+            if not built.get("built"):
+                return _Failed(f"the process checking them failed: {built.get('failed')}")
+        started = time.monotonic()
+        try:
+            return self._answer(worker, started + self.deadline)
+        finally:
+            self._spent += time.monotonic() - started
+
+    def _answer(self, worker: _Worker, deadline: float) -> Union[_Done, _Overrun, _Failed]:
         at: Optional[list[int]] = None
-        deadline = time.monotonic() + self.deadline
         while True:
             answer = _next_line(worker, deadline)
             if answer is None:

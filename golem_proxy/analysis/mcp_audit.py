@@ -35,7 +35,13 @@ from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
 from .flows import Flow
 from .late_answers import late_violation
-from .schema_checks import argument_problems, new_validator, undeclared, uses_regex
+from .schema_checks import (
+    SCHEMA_NODES,
+    argument_problems,
+    new_validator,
+    undeclared,
+    uses_regex,
+)
 from .tool_calls import attribution_refs
 
 __all__ = ["MAX_PENDING", "McpAuditor"]
@@ -82,10 +88,10 @@ class McpAuditor:
         self.routes = frozenset(routes)
         self.live = live
         """Following a session as it runs (live/mcp_rules_live.py): a tool whose schema holds
-        a regular expression is left to `check` (`uses_regex`). Applied in the worker process
-        of `BoundedSchemas`, it would hold the observing process up to its deadline per call,
-        far past the ~60 ms the recording may trail the wire (and in one process, the
-        forwarding too)."""
+        a regular expression, or is too large to look through (`SCHEMA_NODES`), is left to
+        `check` (`uses_regex`). Applied in the worker process of `BoundedSchemas`, it would
+        hold the observing process up to its deadline per call, far past the ~60 ms the
+        recording may trail the wire (and in one process, the forwarding too)."""
         self._regex_tools: frozenset[str] = frozenset()
         self._bounded: Optional[BoundedSchemas] = None
         """Where `check` applies the schemas with regular expressions, started at the first
@@ -250,7 +256,10 @@ class McpAuditor:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 schemas[tool["name"]] = tool.get("inputSchema")
         self._schemas = schemas
-        self._regex_tools = frozenset(n for n, schema in schemas.items() if uses_regex(schema))
+        # check walks each schema whole: one sent to the worker without a regular expression
+        # in it would pay the worker's deadline for nothing (and a large one ran past it).
+        nodes = SCHEMA_NODES if self.live else None
+        self._regex_tools = frozenset(n for n, s in schemas.items() if uses_regex(s, nodes))
         waiting, self._pending = self._pending, []
         return [finding for call in waiting for finding in self._check_call(call)]
 

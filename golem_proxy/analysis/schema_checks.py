@@ -18,6 +18,7 @@ from golem_core.mcp_rules import R_ARGUMENTS, R_UNDECLARED_ARGUMENT
 
 __all__ = [
     "MAX_SCHEMA_ERRORS",
+    "SCHEMA_NODES",
     "argument_problems",
     "found_in",
     "json_path",
@@ -165,21 +166,24 @@ def json_path(parts: Any) -> str:
 
 
 _REGEX_KEYWORDS = frozenset(("pattern", "patternProperties"))
-_SCHEMA_NODES = 10_000
-"""Values of a schema looked through for a regular expression; past it, one is assumed."""
+SCHEMA_NODES = 10_000
+"""Values of a schema `uses_regex` looks through while a session runs (`McpAuditor.live`),
+where a listing's walk must stay short; past it, one is assumed. `check` walks it whole."""
 
 
-def uses_regex(schema: Any) -> bool:
+def uses_regex(schema: Any, nodes: Optional[int] = None) -> bool:
     """Whether ``schema`` holds a regular expression to match (``pattern``,
-    ``patternProperties``) anywhere, or is too large to tell (`_SCHEMA_NODES`). Python's
-    regular expressions cannot be stopped once running, and one that backtracks (``^(a+)+$``
-    against 30 ``a`` and a ``!``) runs for minutes: such a schema is applied where it can be
-    stopped (`bounded_schema`), never in the process that reads the session."""
+    ``patternProperties``) anywhere, or is too large to tell (more than ``nodes`` values,
+    when given). Python's regular expressions cannot be stopped once running, and one that
+    backtracks (``^(a+)+$`` against 30 ``a`` and a ``!``) runs for minutes: such a schema is
+    applied where it can be stopped (`bounded_schema`), never in the process that reads the
+    session. Any dict with such a key counts, not only one where the keywords put schemas:
+    a ``$ref`` may point anywhere in the schema."""
     todo, seen = [schema], 0
     while todo:
         node = todo.pop()
         seen += 1
-        if seen > _SCHEMA_NODES:
+        if nodes is not None and seen > nodes:
             return True
         if isinstance(node, dict):
             if _REGEX_KEYWORDS.intersection(node):
@@ -217,13 +221,12 @@ _SUBSCHEMA_MAPS = (
 def schema_patterns(schema: Any) -> list[str]:
     """The regular expressions of ``schema`` (``pattern`` values, ``patternProperties``
     names), each once, in a fixed order: where the keywords of JSON Schema put schemas, not
-    in a value that only looks like one (an ``enum``, a ``default``); at most
-    `_SCHEMA_NODES` schemas looked through."""
+    in a value that only looks like one (an ``enum``, a ``default``). The whole schema is
+    looked through, once per tool on each side (`bounded_schema`, `schema_worker`)."""
     found: dict[str, None] = {}
-    todo, seen = deque([schema]), 0
-    while todo and seen < _SCHEMA_NODES:
+    todo = deque([schema])
+    while todo:
         node = todo.popleft()
-        seen += 1
         if not isinstance(node, dict):
             continue
         if isinstance(node.get("pattern"), str):

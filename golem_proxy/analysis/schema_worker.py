@@ -5,13 +5,17 @@ One JSON line in per call (``tool``, ``arguments``, the ``schema`` the first tim
 is asked of this process, ``skip``: the indexes in `schema_patterns` of the patterns to leave
 out, ``all``: leave every regular expression out), one line out: ``{"problems": [...],
 "skipped": [...]}``, the violations found and the indexes of the patterns left out that the
-arguments met (-1 for one outside `schema_patterns`). Before each regular expression it runs,
-when it is not the one before, it writes ``{"at": [indexes]}`` (``null`` when not known), so
-that when it runs past its deadline and is killed, the pattern that held it is known. The
-patterns are those the keywords run (``pattern``, ``patternProperties``,
-``additionalProperties`` over the ``patternProperties`` beside it, ``unevaluatedProperties``)
-and those `undeclared` reads: the draft's own keyword functions, each entered through one that
-says which pattern comes (`jsonschema.validators.extend`).
+arguments met (-1 for one outside `schema_patterns`). Given a ``schema``, it first prepares
+the tool (its patterns, its validator: the schema checked against its draft's metaschema,
+every pattern compiled) and writes ``{"built": true}``, so that the call's deadline starts
+after it: preparing a large schema takes seconds, and is bounded apart. Before each regular
+expression it runs, when it is not the one before in this call, it writes ``{"at":
+[indexes]}`` (``null`` when not known), so that when it runs past its deadline and is
+killed, the pattern that held it is known. The patterns are those the keywords run
+(``pattern``, ``patternProperties``, ``additionalProperties`` over the ``patternProperties``
+beside it, ``unevaluatedProperties``) and those `undeclared` reads: the draft's own keyword
+functions, each entered through one that says which pattern comes
+(`jsonschema.validators.extend`).
 """
 
 from __future__ import annotations
@@ -42,11 +46,15 @@ Keyword = Callable[[Any, Any, Any, Any], Iterator[Any]]
 
 
 class _Tool:
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, name: str, schema: Any) -> None:
+        self.name = name
         self.schema = schema
         self.patterns = schema_patterns(schema)
         self.index = {pattern: at for at, pattern in enumerate(self.patterns)}
         self.validator: Any = None
+        self.failure: Optional[Exception] = None
+        """Why no validator could be made (an invalid schema): raised at each call, which
+        says so (`argument_problems`), rather than made again."""
 
 
 class Worker:
@@ -60,14 +68,19 @@ class Worker:
         self._skip: frozenset[int] = frozenset()
         self._skip_all = False
         self._skipped: set[int] = set()
-        self._noted: Any = object()
+        self._noted: Any = None
+        """The tool and the indexes of the pattern last said with ``at`` in this call."""
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to one request line (see the module docstring)."""
         name = request["tool"]
         if "schema" in request:
-            self._tools[name] = _Tool(request["schema"])
+            self._tools[name] = self._build(name, request["schema"])
+            self._write(b'{"built": true}\n')
         tool = self._tool = self._tools[name]
+        # The parent knows nothing of an earlier call's last pattern (it starts each call
+        # unknowing): the first one this call runs is always said.
+        self._noted = None
         self._skip = frozenset(request.get("skip", ()))
         self._skip_all = bool(request.get("all"))
         self._skipped = set()
@@ -78,21 +91,33 @@ class Worker:
         found += undeclared(name, tool.schema, arguments, self._matches)
         return {"problems": [v.to_json() for v in found], "skipped": sorted(self._skipped)}
 
+    def _build(self, name: str, schema: Any) -> _Tool:
+        tool = _Tool(name, schema)
+        if isinstance(schema, dict):
+            try:
+                tool.validator = self._new_validator(schema)
+            except Exception as exc:  # said at each call, as argument_problems says it
+                tool.failure = exc
+        return tool
+
     def _validator(self, tool: _Tool) -> Any:
-        if tool.validator is None:
-            originals = jsonschema.validators.validator_for(tool.schema).VALIDATORS
-            keywords = {
-                name: wrap(originals[name])
-                for name, wrap in (
-                    ("pattern", self._pattern),
-                    ("patternProperties", self._pattern_properties),
-                    ("additionalProperties", self._additional),
-                    ("unevaluatedProperties", self._unevaluated),
-                )
-                if name in originals
-            }
-            tool.validator = new_validator(tool.schema, keywords)
+        if tool.failure is not None:
+            raise tool.failure
         return tool.validator
+
+    def _new_validator(self, schema: dict[str, Any]) -> Any:
+        originals = jsonschema.validators.validator_for(schema).VALIDATORS
+        keywords = {
+            name: wrap(originals[name])
+            for name, wrap in (
+                ("pattern", self._pattern),
+                ("patternProperties", self._pattern_properties),
+                ("additionalProperties", self._additional),
+                ("unevaluatedProperties", self._unevaluated),
+            )
+            if name in originals
+        }
+        return new_validator(schema, keywords)
 
     def _leaves_out(self, pattern: Any) -> bool:
         """Whether ``pattern`` is left out; if so, that the arguments met it."""
@@ -109,8 +134,9 @@ class Worker:
         if patterns is not None:
             at = [self._tool.index.get(p, -1) if isinstance(p, str) else -1 for p in patterns]
             at = None if -1 in at else at
-        if at != self._noted:
-            self._noted = at
+        noted = (self._tool.name, at)
+        if noted != self._noted:
+            self._noted = noted
             self._write(json.dumps({"at": at}).encode() + b"\n")
 
     def _matches(self, pattern: str, name: str) -> bool:

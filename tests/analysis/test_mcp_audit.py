@@ -151,10 +151,13 @@ def test_while_the_session_runs_a_tool_whose_schema_holds_a_regex_is_left_to_che
     ]
 
 
-def test_a_regex_anywhere_in_a_schema_or_one_too_large_to_look_through_counts() -> None:
-    from golem_proxy.analysis.schema_checks import uses_regex
+def test_a_regex_anywhere_in_a_schema_or_one_too_large_to_look_through_live_counts() -> None:
+    from golem_proxy.analysis.schema_checks import SCHEMA_NODES, uses_regex
 
     assert not uses_regex({"type": "object", "properties": {"a": {"type": "string"}}})
     assert uses_regex({"anyOf": [{"type": "integer"}, {"patternProperties": {"^x": {}}}]})
     assert uses_regex({"$defs": {"id": {"pattern": "^[0-9]+$"}}, "$ref": "#/$defs/id"})
-    assert uses_regex({"enum": list(range(20_000))})  # too large to tell
+    large = {"not": {"pattern": "^x"}, "enum": list(range(20_000))}  # the enum looked at first
+    assert uses_regex({"enum": list(range(20_000))}, SCHEMA_NODES)  # live: too large to tell
+    assert not uses_regex({"enum": list(range(20_000))})  # check: looked through whole
+    assert uses_regex(large)  # check: found past the live path's bound
