@@ -21,7 +21,7 @@ from golem_core.mcp_rules import R_LATE_ANSWER
 
 from ..events import AnswerOf, FrameSeen, ToolCallRef
 from .flows import Flow
-from .tool_calls import CallKey, attribution_refs, tool_call_name
+from .tool_calls import CallKey, attribution_refs, candidates_text, tool_call_name
 
 __all__ = [
     "NOTE_SEPARATOR",
@@ -64,12 +64,13 @@ def late_text(flow: Flow, rows: Mapping[CallKey, int] = {}) -> Optional[str]:
 def late_words(refs: Sequence[ToolCallRef], rows: Mapping[CallKey, int] = {}) -> str:
     """``late: after its tool call #7 returned`` for a late answer of the tool calls ``refs``
     (each by its row where ``rows`` knows it, else by tool and MCP id)."""
-    named = ", ".join(
-        f"#{rows[(ref.conn, ref.index)]}" if (ref.conn, ref.index) in rows else tool_call_name(ref)
-        for ref in refs
-    )
+
+    def named(ref: ToolCallRef) -> str:
+        row = rows.get((ref.conn, ref.index))
+        return tool_call_name(ref) if row is None else f"#{row}"
+
     calls = "tool call" if len(refs) == 1 else "tool calls"
-    return f"late: after its {calls} {named} returned"
+    return f"late: after its {calls} {candidates_text(refs, named, ', ')} returned"
 
 
 def answer_of_text(
@@ -134,7 +135,7 @@ def late_violation(refs: Sequence[ToolCallRef]) -> Violation:
     """The warning of a GOLEM answer that came after its tool calls (``refs``) had returned:
     published by the GOLEM route's tap as the answer is decoded (tap_frames.py), found
     again by `check` (`McpAuditor`) in a recording made before that."""
-    calls = ", ".join(tool_call_name(ref) for ref in refs)
+    calls = candidates_text(refs, tool_call_name, ", ")
     text = (
         f"the plugin answered after its tool call {calls} had returned: the answer stays "
         "on the server's connection; a server that reads answers in order without "

@@ -15,9 +15,9 @@ A recording read whole into its tool calls and their GOLEM flows is two_layers.p
 from __future__ import annotations
 
 import collections
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from golem_core.messages import Request
 from golem_core.profiles import Profile
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # served at run time by `__getattr__` (two_layers.py imports 
 __all__ = [
     "LAYER_GOLEM",
     "LAYER_MCP",
+    "SHOWN_CANDIDATES",
     "Attribution",
     # Their old home: `__getattr__` serves them from two_layers.py, star imports included.
     "ToolCall",
@@ -50,6 +51,7 @@ __all__ = [
     "attributed_tool",
     "attribution_refs",
     "call_key",
+    "candidates_text",
     "cause_text",
     "caused_by",
     "connection_text",
@@ -74,6 +76,12 @@ ONE_TOOL_CALL = "call"
 AMBIGUOUS = "ambiguous"
 MAX_HELD_FLOWS = 4096
 """GOLEM flows numbered since a late answer on their connection, kept at most."""
+SHOWN_CANDIDATES = 3
+"""How many of the tool calls a GOLEM flow may belong to a view names before it counts the
+rest (`candidates_text`): with 300 calls in flight, every row and log line would otherwise be
+as wide as the list. ``--json`` and the flow table keep them all."""
+
+T = TypeVar("T")
 
 
 def mcp_routes(route_profiles: Mapping[str, Profile]) -> frozenset[str]:
@@ -186,8 +194,19 @@ def cause_text(flow: Flow, rows: Mapping[tuple[int, int], int] = {}) -> Optional
         row = rows.get((ref.conn, ref.index))
         return f"{'' if row is None else f'#{row} '}{tool_call_name(ref)}"
 
-    calls = ", ".join(named(ref) for ref in refs)
-    return f"caused by tool call {calls}" if len(refs) == 1 else f"ambiguous: one of {calls}"
+    if len(refs) == 1:
+        return f"caused by tool call {named(refs[0])}"
+    return f"ambiguous: one of {candidates_text(refs, named, ', ')}"
+
+
+def candidates_text(items: Sequence[T], name: Callable[[T], str], separator: str) -> str:
+    """``#2|#3|#4 … and 297 more``: the first `SHOWN_CANDIDATES` of ``items`` (the tool calls
+    a flow may belong to), each as ``name`` says it, joined by ``separator``, then how many
+    more there are; all of them when that is one more. What every view of a flow's
+    candidates says (`show`, the live log, the TUI)."""
+    shown = len(items) if len(items) <= SHOWN_CANDIDATES + 1 else SHOWN_CANDIDATES
+    named = separator.join(name(item) for item in items[:shown])
+    return named if shown == len(items) else f"{named} … and {len(items) - shown} more"
 
 
 def tool_call_name(ref: ToolCallRef) -> str:

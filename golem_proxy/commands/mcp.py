@@ -20,13 +20,12 @@ import sys
 from typing import Optional, TextIO
 
 import trio
-from rich.console import Console
 
 from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
 from ..live.connection_attribution import ConnectionAttribution
-from ..live.log_output import TerminalOutput
+from ..live.log_output import MCP_CLOSE_TIMEOUT, TerminalOutput, print_closing
 from ..live.redact import tool_call_counterpart
 from ..live.session import SessionConfig
 from ..live.stdio_child import ChildStartError
@@ -34,7 +33,6 @@ from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..recording.safe_paths import removed_unless_started
-from ..table_layout import print_line
 from ..terminal import safe_text
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
@@ -176,14 +174,14 @@ def run(args: argparse.Namespace) -> int:
                 raise
             raise CommandError(failed) from None
         finally:
-            output.close()
+            output.close(MCP_CLOSE_TIMEOUT)
             if log_stream is not None:
                 log_stream.close()
     if closing:
         # On stderr after the log, even when the log goes to a file, as `proxy` and the
-        # observing process end: the same line with either observer.
-        errors = Console(stderr=True, highlight=False)
-        print_line(errors, closing)
+        # observing process end: the same line with either observer (and dropped as its
+        # line is, when nobody reads stderr).
+        print_closing(closing)
     return status
 
 

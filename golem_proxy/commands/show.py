@@ -23,6 +23,7 @@ from ..analysis.tool_calls import (
     LAYER_MCP,
     ToolCallIndex,
     attribution_refs,
+    candidates_text,
     connection_text,
     mcp_routes,
     two_layer_label,
@@ -230,7 +231,7 @@ class _Layers:
             if attribution.state == "call" and self.golem_only:
                 return f"{attribution.tool} ↳ {method}"
             if attribution.state == "ambiguous":
-                numbers = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
+                numbers = candidates_text(attribution.numbers, _row_name, "|")
                 return f"  ? {method} (ambiguous: {numbers})"
             label = two_layer_label(flow)
             return label + away if label is not None else None
@@ -372,3 +373,8 @@ def _flush(
     if rows:
         out.file.flush()
     return headed
+
+
+def _row_name(number: Optional[int]) -> str:
+    """A candidate tool call by its row, ``?`` for one not in this read."""
+    return f"#{number}" if number is not None else "?"

@@ -23,7 +23,7 @@ from golem_core.profiles.mcp import TOOLS_CALL, tool_name
 
 from .. import events
 from ..analysis.late_answers import misread_words
-from ..analysis.tool_calls import tool_call_name
+from ..analysis.tool_calls import candidates_text, tool_call_name
 from ..events import Direction, Event
 from ..status_tone import (
     TONE_STYLES,
@@ -310,7 +310,7 @@ class EventLog(ShownAtVerbosity):
         else:
             # No rows here to name them by (`show`'s #3|#4): each as the TUI's detail names
             # it beside its row, its tool and MCP id (overlapping calls are often of one tool).
-            tools = " | ".join(safe_text(tool_call_name(call), 2 * _NAME) for call in calls)
+            tools = candidates_text(calls, _call_name, " | ")
             text.append(f"  ⟵ ambiguous: {tools}", "cyan")
 
     def _status_column(self, status: str) -> str:
@@ -374,3 +374,7 @@ class EventLog(ShownAtVerbosity):
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
+
+
+def _call_name(call: events.ToolCallRef) -> str:
+    return safe_text(tool_call_name(call), 2 * _NAME)

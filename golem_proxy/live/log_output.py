@@ -21,6 +21,7 @@ import contextlib
 import errno
 import os
 import select
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,13 +30,28 @@ from typing import Optional, TextIO, Union, cast
 
 from rich.console import Console
 
-__all__ = ["CLOSE_TIMEOUT", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TerminalOutput"]
+from ..table_layout import print_line
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_LINES",
+    "MCP_CLOSE_TIMEOUT",
+    "TerminalOutput",
+    "print_closing",
+    "say",
+    "stderr_if_room",
+]
 
 DEFAULT_MAX_LINES = 10_000
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 # On exit, how long what is still queued may take to be written: an output that stopped
 # reading must not keep the process alive.
 CLOSE_TIMEOUT = 5.0
+# The same for `golem-proxy mcp`'s log, on the stderr of an MCP client that may never read it
+# and kills the wrapper 2 s after its SIGTERM (the Python MCP SDK): within that, once the
+# session ended (a SIGTERM passed on ends it in about half a second).
+MCP_CLOSE_TIMEOUT = 1.0
 # One write call carries at most this much, so that the bytes it holds are still counted
 # against the bounds while it blocks (and a gap's notice lands where the gap is).
 _BATCH_BYTES = 256 * 1024
@@ -275,6 +291,34 @@ def _write_if_room(fd: int, data: bytes) -> None:
     with contextlib.suppress(OSError, ValueError):
         if select.select([], [fd], [], 0)[1]:
             os.write(fd, data)
+
+
+def stderr_if_room(text: str) -> None:
+    """Write ``text`` (a line or two) on stderr if it takes it now, else drop it: a stderr
+    nobody reads (``golem-proxy mcp``'s, a pipe its client never drains) must not keep the
+    process from ending, as the notice at `TerminalOutput.close` must not. Through
+    ``sys.stderr`` (captured, it may have no descriptor)."""
+    fd = _fileno(sys.stderr)
+    with contextlib.suppress(OSError, ValueError):
+        if fd is not None and not select.select([], [fd], [], 0)[1]:
+            return
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
+def say(text: str) -> None:
+    """One line on stderr, ``golem-proxy: `` first, if stderr takes it now
+    (`stderr_if_room`)."""
+    stderr_if_room(f"golem-proxy: {text}\n")
+
+
+def print_closing(line: str) -> None:
+    """A command's closing line on stderr as `print_line` writes it (folded to a terminal's
+    width), if stderr takes it now (`stderr_if_room`)."""
+    errors = Console(stderr=True, highlight=False)
+    with errors.capture() as captured:
+        print_line(errors, line)
+    stderr_if_room(captured.get())
 
 
 def _fileno(stream: Optional[TextIO]) -> Optional[int]:

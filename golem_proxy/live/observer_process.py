@@ -31,7 +31,6 @@ import contextlib
 import math
 import os
 import socket
-import sys
 from typing import Callable, Optional
 
 import trio
@@ -48,6 +47,7 @@ from ..recording.shared_file import (
 from .control_reader import ControlReader, HeldEchoes
 from .heap import TRIM_IDLE, TrimPacing, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
+from .log_output import say
 from .observer_health import HealthWatch
 from .observer_launch import (
     ObserverSetup,
@@ -57,7 +57,7 @@ from .observer_launch import (
     launch,
 )
 from .observer_link import ObserverLink
-from .observer_restart import Restarts, say
+from .observer_restart import Restarts
 from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
@@ -247,13 +247,12 @@ class ObservingProcess(Restarts):
         else:
             self.link.connections = None  # no process will take them up: stop following them
         goes_on = "; forwarding goes on" if forwarding else ""
-        sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
-        sys.stderr.flush()
+        say(f"observation stopped ({why}){goes_on}")
         if self.record is not None and not self.record.closed:
             try:
                 end_recording(self.record, self.now(), why)
             except OSError as exc:
-                sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
+                say(f"the recording could not be ended ({exc})")
 
     async def finish(self, handing_on: float, deciding: float, ended: Optional[str] = None) -> None:
         """At the end of the session (the relay drained): hand on what waits (at most

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import socket
-import sys
 from typing import Callable, Optional
 
 import trio
@@ -19,10 +18,11 @@ from ..recording.shared_file import RecordingFile, cut_unfinished_line, restart_
 from ..terminal import counted
 from .control_reader import ControlReader, HeldEchoes
 from .link_gone import said
+from .log_output import say
 from .observer_launch import ObserverSetup, ObserverStartError, Spawned, launch, spawn, take_over
 from .observer_link import ObserverLink
 
-__all__ = ["STANDBY_SETTLED", "Restarts", "say"]
+__all__ = ["STANDBY_SETTLED", "Restarts"]
 
 STANDBY_SETTLED = 1.0
 """Seconds a standby must have waited before it died for another to be started in its place
@@ -158,9 +158,3 @@ class Restarts:
                 "the next frame; what crossed meanwhile is a gap in the recording"
             )
         return True
-
-
-def say(text: str) -> None:
-    """One line on stderr, ``golem-proxy: `` first."""
-    sys.stderr.write(f"golem-proxy: {text}\n")
-    sys.stderr.flush()

@@ -37,13 +37,12 @@ from rich.console import Console
 
 from golem_core.profiles import get_profile
 
-from ..table_layout import print_line
 from .acknowledger import Acknowledger
 from .handoff_source import HandoffSource
 from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
-from .log_output import TerminalOutput
+from .log_output import CLOSE_TIMEOUT, MCP_CLOSE_TIMEOUT, TerminalOutput, print_closing
 from .observer_launch import TUI_AHEAD, ObserverSetup
 from .proxy_options import new_tap
 from .session import ProxySession, SessionConfig
@@ -202,9 +201,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             control,
         )
     finally:
-        output.close()
-    errors = Console(stderr=True, highlight=False)
-    print_line(errors, summary)
+        # (`golem-proxy mcp`'s session has layers: its log is on its client's stderr.)
+        output.close(MCP_CLOSE_TIMEOUT if setup.layers else CLOSE_TIMEOUT)
+    # Where the log went, maybe `golem-proxy mcp`'s stderr: a client that never reads it must
+    # not keep this process (and the session's end) waiting.
+    print_closing(summary)
     return 0
 
 

@@ -21,7 +21,6 @@ __all__ = [
     "pipe_fd",
     "read_pipe",
     "read_pipe_now",
-    "write_blocking",
 ]
 
 READ_SIZE = 65536
@@ -101,11 +100,3 @@ def read_pipe_now(fd: int, most: int = 16 * 1024 * 1024) -> bytes:
         pieces.append(chunk)
         got += len(chunk)
     return b"".join(pieces)
-
-
-def write_blocking(fd: int, data: bytes) -> None:
-    if fd < 0:
-        return
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

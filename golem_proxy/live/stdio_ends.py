@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
 import trio
 
+from .log_output import say
 from .stdio_child import PipedChild
 
 __all__ = [
@@ -75,6 +75,9 @@ class HopEnds:
     `UNDELIVERED_PAST_LIMIT`)."""
     undelivered: int = 0
     """Bytes of the child's output read and never delivered to the client."""
+    stderr_unwritten: int = 0
+    """Bytes of the child's stderr read and recorded, never written to ours (its reader
+    took nothing until the drain gave up: `StderrSink`)."""
     stopped_by: Optional[int] = None
     """The signal that stopped the wrapper, passed on to the child's group (`SignalStop`)."""
     signalled: dict[int, str] = field(default_factory=dict)
@@ -129,27 +132,33 @@ class HopEnds:
             else:
                 reason = f"the client closed stdin; {reason}"
         if self.undelivered:
-            if self.client_gone:
-                why = "the client stopped reading"
-            elif self.given_up == UNDELIVERED_PAST_LIMIT:
-                why = (
-                    f"its output went on for {DRAIN_LIMIT:g} s after it exited (a process it "
-                    "started may hold its pipes)"
-                )
-            elif self.given_up == UNDELIVERED_AT_STOP:
-                why = (
-                    f"the wrapper was stopped by {signal_name(self.stopped_by)}, and nothing "
-                    f"moved for {STOP_DRAIN:g} s after the server exited"
-                )
-            elif self.given_up:
-                why = f"the client took nothing for {DRAIN_TIMEOUT:g} s after the server exited"
-            else:
-                why = "the relay stopped"
+            why = "the client stopped reading" if self.client_gone else self._given_up_why()
             reason = f"{reason}; {self.undelivered} bytes of its output not delivered: {why}"
             if not self.client_gone:  # (a client that stopped reading was said at once)
                 say(f"{self.undelivered} bytes of the server's output not delivered ({why})")
+        if self.stderr_unwritten:
+            # Its stderr's reader is not the protocol's: the hop did not end abnormally for it.
+            why = self._given_up_why()
+            reason = f"{reason}; {self.stderr_unwritten} bytes of its stderr not written: {why}"
+            say(f"{self.stderr_unwritten} bytes of the server's stderr not written ({why})")
         abnormal = returncode != 0 or self.client_gone or bool(self.undelivered)
         return reason, abnormal
+
+    def _given_up_why(self) -> str:
+        """Why the drain gave up the child's output (what it had not delivered)."""
+        if self.given_up == UNDELIVERED_PAST_LIMIT:
+            return (
+                f"its output went on for {DRAIN_LIMIT:g} s after it exited (a process it "
+                "started may hold its pipes)"
+            )
+        if self.given_up == UNDELIVERED_AT_STOP:
+            return (
+                f"the wrapper was stopped by {signal_name(self.stopped_by)}, and nothing "
+                f"moved for {STOP_DRAIN:g} s after the server exited"
+            )
+        if self.given_up:
+            return f"the client took nothing for {DRAIN_TIMEOUT:g} s after the server exited"
+        return "the relay stopped"
 
     def _death(self, returncode: Optional[int]) -> str:
         """How the child ended, and who sent the signal that killed it."""
@@ -249,12 +258,3 @@ def signal_name(signum: Optional[int]) -> str:
         return signal.Signals(signum or 0).name
     except ValueError:
         return f"signal {signum}"
-
-
-def say(text: str) -> None:
-    """One line on stderr, ``golem-proxy: `` first."""
-    try:
-        sys.stderr.write(f"golem-proxy: {text}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass

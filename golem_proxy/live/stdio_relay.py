@@ -1,7 +1,8 @@
 """The MCP stdio hop of `golem-proxy mcp`: run the MCP server as a child and relay its stdio.
 
 Our stdin goes to the child's stdin and the child's stdout to our stdout, byte for byte, and
-the child's stderr to our stderr (recorded too, as `ProcessOutput` events). As in the TCP
+the child's stderr to our stderr (recorded too, as `ProcessOutput` events; written so that a
+reader that takes nothing never holds up the end: stdio_stderr.py). As in the TCP
 relay, forwarding comes first: a pump reads a chunk, writes it on, and only then hands the
 same bytes to the session's observer, which never makes it wait (observer.py). The observer
 is the GOLEM routes' own, so the two layers are decoded in the order their bytes crossed:
@@ -54,9 +55,9 @@ from .stdio_child import (
     pipe_fd,
     read_pipe,
     read_pipe_now,
-    write_blocking,
 )
 from .stdio_ends import DRAIN_LIMIT, STOP_DRAIN, STOPPED_FIRST, HopEnds, SignalStop, say
+from .stdio_stderr import StderrSink
 from .tap import ConnectionTap
 
 __all__ = ["CLIENT_NAME", "StdioRelay"]
@@ -396,26 +397,30 @@ class StdioRelay:
     async def _child_stderr(self, conn: int, process: PipedChild) -> None:
         assert process.stderr is not None
         source = pipe_fd(process.stderr)
-        sink = self._fds[2]
+        sink = StderrSink(self._fds[2])
         try:
             await self._relay_stderr(conn, source, sink)
         finally:
+            if self._ends.given_up:  # what the pipe still holds is recorded, never written
+                rest = read_pipe_now(source)
+                if rest:
+                    self._publish_stderr(conn, rest)
+                    sink.lost(len(rest))
+            self._ends.stderr_unwritten = sink.unwritten
             self._output_done()
 
-    async def _relay_stderr(self, conn: int, source: int, sink: int) -> None:
+    async def _relay_stderr(self, conn: int, source: int, sink: StderrSink) -> None:
         while True:
             chunk = await read_pipe(source)
             if not chunk:
                 return
-            # Recorded in order with the hop's frames (after what was forwarded before it).
-            output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
-            self._publish_in_order(output)
-            # Our stderr stays blocking (the live log writes there from its own thread), so
-            # the write waits in a worker thread rather than on the relay's.
-            try:
-                await trio.to_thread.run_sync(write_blocking, sink, chunk)
-            except OSError:
-                sink = -1  # stderr is gone: keep draining the child
+            self._publish_stderr(conn, chunk)
+            await sink.write(chunk)
+
+    def _publish_stderr(self, conn: int, chunk: bytes) -> None:
+        # Recorded in order with the hop's frames (after what was forwarded before it).
+        output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
+        self._publish_in_order(output)
 
     def _publish_in_order(self, event: Event) -> None:
         """Publish ``event`` after what was forwarded before it is decoded (the link and the

@@ -146,7 +146,7 @@ async def request_answer(
     answer came within ``timeout`` seconds once connected (naming the replies with another id
     that came), OtherAnswer when the upstream answered with another id and the protocol's
     client would take it as the answer."""
-    connected = False
+    framed: Optional[FramedStream] = None
     strays = StrayIds()
     try:
         with trio.fail_after(timeout):
@@ -154,22 +154,34 @@ async def request_answer(
                 stream = await connect(upstream)
             except OSError as exc:
                 raise Unreachable(f"cannot reach {upstream}", connect_reason(exc)) from None
-            connected = True
             async with stream:
-                return await _exchange(stream, frame, profile, wanted, observe, upstream, strays)
+                framed = FramedStream(stream, profile, observe)
+                return await _exchange(framed, frame, wanted, upstream, strays)
     except trio.TooSlowError:
-        if not connected:
+        if framed is None:
             raise Unreachable(
                 f"cannot reach {upstream}", f"no connection within {timeout:g} s"
             ) from None
         waited = f"waited {timeout:g} s"
+        what = _cut_short(framed, upstream)
         if not strays.count:
-            raise NoAnswerInTime(f"{upstream} did not answer", waited) from None
+            raise NoAnswerInTime(what or f"{upstream} did not answer", waited) from None
         raise NoAnswerInTime(
-            f"{upstream} did not answer our id {_key_text(wanted)}",
+            what or f"{upstream} did not answer our id {_key_text(wanted)}",
             f"{waited}; {strays.text()}",
             tuple(strays.ids),
         ) from None
+
+
+def _cut_short(framed: FramedStream, upstream: Address) -> str:
+    """``… answered 5 bytes of a frame, then nothing for 0.9 s`` when the timeout came with
+    part of a frame in hand (a server that trickles, or stopped in the middle of its answer);
+    "" when none was."""
+    partial = framed.answers.decoder.buffered
+    if not partial or framed.received_at is None:
+        return ""
+    idle = trio.current_time() - framed.received_at
+    return f"{upstream} answered {partial} bytes of a frame, then nothing for {idle:.1f} s"
 
 
 def _key_text(key: Any) -> str:
@@ -181,16 +193,9 @@ def _key_text(key: Any) -> str:
 
 
 async def _exchange(
-    stream: trio.SocketStream,
-    frame: bytes,
-    profile: Profile,
-    wanted: Any,
-    observe: Optional[Observe],
-    upstream: Address,
-    strays: StrayIds,
+    framed: FramedStream, frame: bytes, wanted: Any, upstream: Address, strays: StrayIds
 ) -> Answer:
     """The answer, the ids of the replies with another id passed over added to ``strays``."""
-    framed = FramedStream(stream, profile, observe)
     try:
         # Timed from the start of the send: send_all may yield once the bytes are out, and
         # the answer of a fast peer can arrive before it returns.

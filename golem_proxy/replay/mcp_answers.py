@@ -18,15 +18,20 @@ and read. Unless the two ``initialize`` requests asked for different versions
 a client whose SDK was upgraded since the recording (the ``golem_mcp_session`` fixture's is
 the test's own) gets another answer from the same build. That difference is told, as the
 server's version is; `mcp-verify` sends the recorded request, so there the two always agree.
+
+An answer the recording kept only as its size and SHA-256 (a frame over
+``--observe-frame-limit``) is compared by those (`digest_difference`): byte for byte, so a
+build that answers 39 MB where 40 were recorded differs, at ``size/sha256``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Optional
 
 from .diffing import Comparator, Difference, envelope_body
 
-__all__ = ["LISTINGS", "NOTED", "asked_otherwise", "compare_answer"]
+__all__ = ["LISTINGS", "NOTED", "asked_otherwise", "compare_answer", "digest_difference"]
 
 LISTINGS: dict[str, tuple[str, str]] = {
     "tools/list": ("tools", "name"),
@@ -103,3 +108,17 @@ def _by_name(items: list[Any], key: str) -> Optional[dict[str, Any]]:
             return None
         named[name] = item
     return named
+
+
+def digest_difference(recorded: tuple[int, str], line: bytes) -> Optional[Difference]:
+    """None when ``line`` (a live answer's line, its end stripped) is the frame the recording
+    kept as its size and ``sha256:…`` digest (``recorded``), ended by ``\\n`` or ``\\r\\n``;
+    else the difference, at ``size/sha256``."""
+    size, digest = recorded
+    for end in (b"\n", b"\r\n"):
+        frame = line + end
+        if len(frame) == size and f"sha256:{hashlib.sha256(frame).hexdigest()}" == digest:
+            return None
+    frame = line + b"\n"
+    live = f"{len(frame)} B, sha256:{hashlib.sha256(frame).hexdigest()}"
+    return Difference("size/sha256", f"{size} B, {digest}", live)

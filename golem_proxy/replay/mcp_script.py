@@ -19,7 +19,7 @@ from golem_core.messages import ErrorResponse, JsonId, Request, Response
 from golem_core.profiles.mcp import TOOLS_CALL, cancelled_id
 
 from ..analysis.tool_calls import mcp_routes
-from ..events import Direction, Event, FrameSeen, ObservationLost, RouteDown
+from ..events import Direction, Event, FrameSeen, GapReason, ObservationLost, RouteDown
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 
@@ -56,6 +56,9 @@ class ClientStep:
     answer_unobserved: bool = False
     """Bytes the server sent while it waited were not observed (a gap): its answer may have
     been among them."""
+    answer_digest: Optional[tuple[int, str]] = None
+    """Its answer was a frame too large to observe (``--observe-frame-limit``): that frame's
+    size and ``sha256:…`` digest, all the recording keeps of it (`ObservationLost`)."""
     routes_down: Optional[tuple[RouteDown, ...]] = None
     """A ``tools/call`` made while GOLEM routes were not listening: those routes, as the
     recording decided it (`FrameSeen.routes_down`; None: none, or an older recording)."""
@@ -123,6 +126,7 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
             if frame.direction is not Direction.C2S and frame.conn in (0, conn):
                 for step in waiting.values():
                     step.answer_unobserved = True
+                _digested(frame, waiting)
             continue
         if conn is None:
             conn = frame.conn
@@ -153,6 +157,18 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
                 step_waiting.answer_t = frame.t
                 step_waiting.answer_elided = bool(frame.elided)
     return McpScript(steps, conn, dict(answers))
+
+
+def _digested(gap: ObservationLost, waiting: dict[Any, ClientStep]) -> None:
+    """A frame too large to observe that answers a waiting step (the tap paired it by the
+    id at its ends): that step is answered, its answer known by size and digest."""
+    if gap.reason is not GapReason.FRAME_TOO_LARGE or not gap.digest or gap.answers is None:
+        return
+    for key, step in waiting.items():
+        if step.index == gap.answers:
+            step.answer_digest = (gap.size, gap.digest)
+            del waiting[key]
+            return
 
 
 def _step(frame: FrameSeen, obj: Optional[dict[str, Any]]) -> ClientStep:

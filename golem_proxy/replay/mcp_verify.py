@@ -25,7 +25,7 @@ import trio
 from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction
-from .mcp_answers import compare_answer
+from .mcp_answers import compare_answer, digest_difference
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
 
@@ -195,7 +195,7 @@ async def play(
         if isinstance(answer, str):
             check.problem = answer
         else:
-            judge(check, step, answer, comparator)
+            judge(check, step, answer, comparator, line=player.answer_line)
         if after_check is not None and await after_check(check):
             break
     return result
@@ -208,11 +208,14 @@ def judge(
     comparator: Comparator,
     *,
     also_noted: frozenset[str] = frozenset(),
+    line: Optional[bytes] = None,
 ) -> None:
     """Compare ``answer``, the live answer to ``step``, with the recorded one, or say on
     ``check`` why it cannot be: a tool call's result, and any other request's too (what
     the server says of itself and of its tools is what the model reads: `compare_answer`,
-    ``also_noted`` told rather than failed there)."""
+    ``also_noted`` told rather than failed there). An answer recorded only by its size and
+    digest (too large to observe) is compared by those, with ``line``, the live answer's
+    line as the server wrote it (`digest_difference`)."""
     recorded = step.answer
     if step.cancelled and (recorded is None or "result" not in recorded):
         # Its answer, if any, is what the cancellation made of it (the SDK's "Request
@@ -233,7 +236,10 @@ def judge(
         check.differences, check.notes = compare_answer(
             recorded, answer, comparator, step.method or "?", also_noted=also_noted
         )
-    elif step.answer_unobserved:
+    elif step.answer_digest is not None and line is not None:
+        found = digest_difference(step.answer_digest, line)
+        check.differences = [] if found is None else [found]
+    elif step.answer_unobserved or step.answer_digest is not None:
         check.not_compared = "its answer in the recording fell in bytes not observed"
     else:
         check.problem = "answered now, unanswered in the recording"
@@ -297,6 +303,8 @@ class _Player:
         self.timeout = timeout
         self.alive = True
         self.stuck: Optional[str] = None
+        self.answer_line: Optional[bytes] = None
+        """The line of the last answer `request` returned, as the server wrote it."""
 
     def gone_reason(self) -> str:
         if self.stuck is not None:
@@ -311,6 +319,7 @@ class _Player:
         server that takes longer than the timeout (to read the line or to answer it) is
         taken as stuck: the steps after it are not sent, so a hung server costs one
         timeout, not one per step."""
+        self.answer_line = None
         with trio.move_on_after(self.timeout):
             return await self._exchange(step, payload)
         self.alive = False
@@ -362,6 +371,7 @@ class _Player:
                 await self._answer_server(obj["id"], method)
             return None  # a notification (progress, logging) or a request of the server's
         if "id" in obj and _same_id(obj["id"], ident):
+            self.answer_line = line
             return obj
         return None  # an answer to nothing we asked: not ours to compare
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,6 +161,25 @@ def test_a_silent_server_times_out_with_exit_2() -> None:
         done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}", "--timeout", "0.5")
     assert done.returncode == 2
     assert "did not answer (waited 0.5 s)" in done.stderr
+
+
+def _five_bytes_then_nothing(peer: socket.socket) -> None:
+    peer.sendall(struct.pack(">I", 40) + b"{")  # a header and one byte of its body
+    time.sleep(2)  # past the call's timeout
+    peer.close()
+
+
+def test_a_server_that_stops_mid_answer_is_told_from_one_that_never_answered() -> None:
+    """Five bytes of a frame came, then nothing: not "did not answer" (it said so)."""
+    done, port = call_a_server_that(_five_bytes_then_nothing, "--timeout", "1")
+    assert done.returncode == 2
+    said = re.search(
+        rf"127\.0\.0\.1:{port} answered 5 bytes of a frame, then nothing for "
+        r"(\d+\.\d) s \(waited 1 s\)",
+        done.stderr,
+    )
+    assert said is not None, done.stderr
+    assert 0.5 <= float(said.group(1)) <= 1.1
 
 
 def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
