@@ -20,13 +20,12 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import trio
-
 from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction
 from .mcp_answers import compare_answer, digest_difference
-from .mcp_child import McpChild, Oversized
+from .mcp_child import McpChild
+from .mcp_player import McpPlayer
 from .mcp_script import ClientStep, McpScript
 
 __all__ = [
@@ -38,8 +37,6 @@ __all__ = [
     "outgoing_payload",
     "play",
 ]
-
-NOT_FOUND = -32601
 
 
 @dataclass
@@ -174,7 +171,7 @@ async def play(
     they were to the recorded one. Never raises for what the server does: a server that
     dies or stays silent is a check's problem."""
     result = McpVerifyResult()
-    player = _Player(script, child, result, timeout)
+    player = McpPlayer(script, child, result, timeout)
     for step in script.steps:
         check = _check_for(step, numbers)
         if not player.alive:
@@ -289,119 +286,6 @@ def _error_text(envelope: dict[str, Any]) -> str:
     error = envelope.get("error")
     message = error.get("message") if isinstance(error, dict) else error
     return str(message)[:200]
-
-
-class _Player:
-    """Sends the steps and reads the server's lines until each request's answer."""
-
-    def __init__(
-        self, script: McpScript, child: McpChild, result: McpVerifyResult, timeout: float
-    ) -> None:
-        self.answers = {method: list(queue) for method, queue in script.client_answers.items()}
-        self.child = child
-        self.result = result
-        self.timeout = timeout
-        self.alive = True
-        self.stuck: Optional[str] = None
-        self.answer_line: Optional[bytes] = None
-        """The line of the last answer `request` returned, as the server wrote it."""
-
-    def gone_reason(self) -> str:
-        if self.stuck is not None:
-            return f"not sent: {self.stuck}"
-        status = self.child.status
-        if status is None:
-            return "not sent: the server stopped reading its stdin"
-        return f"not sent: the server exited (status {status})"
-
-    async def request(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
-        """Send one step; for a request, the answer envelope, or why there is none. A
-        server that takes longer than the timeout (to read the line or to answer it) is
-        taken as stuck: the steps after it are not sent, so a hung server costs one
-        timeout, not one per step."""
-        self.answer_line = None
-        with trio.move_on_after(self.timeout):
-            return await self._exchange(step, payload)
-        self.alive = False
-        if step.is_request:
-            self.stuck = f"the server left id {_short_id(step.id)} unanswered"
-            return f"no answer within {self.timeout:g} s"
-        self.stuck = "the server stopped reading its stdin"
-        return f"not read within {self.timeout:g} s"
-
-    async def _exchange(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
-        if not await self.child.send(payload):
-            self.alive = False
-            return self.gone_reason()
-        if not step.is_request:
-            return {}
-        while True:
-            line = await self.child.receive()
-            if line is None:
-                self.alive = False
-                await self._settle()
-                status = self.child.status
-                how = f"exited (status {status})" if status is not None else "closed stdout"
-                return f"no answer: the server {how}"
-            answer = await self._handle(line, step.id)
-            if answer is not None:
-                return answer
-
-    async def _settle(self) -> None:
-        process = self.child.process
-        if process is not None:
-            with trio.move_on_after(1.0):
-                await process.wait()
-
-    async def _handle(self, line: bytes | Oversized, ident: Any) -> Optional[dict[str, Any]]:
-        if isinstance(line, Oversized):
-            self._non_json(f"a line of {line.size} bytes, over the limit")
-            return None
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            self._non_json(line.decode("utf-8", "replace")[:120])
-            return None
-        if not isinstance(obj, dict):
-            self._non_json(line.decode("utf-8", "replace")[:120])
-            return None
-        method = obj.get("method")
-        if isinstance(method, str):
-            if "id" in obj:
-                await self._answer_server(obj["id"], method)
-            return None  # a notification (progress, logging) or a request of the server's
-        if "id" in obj and _same_id(obj["id"], ident):
-            self.answer_line = line
-            return obj
-        return None  # an answer to nothing we asked: not ours to compare
-
-    def _non_json(self, sample: str) -> None:
-        self.result.non_json_lines += 1
-        if not self.result.first_non_json:
-            self.result.first_non_json = sample
-
-    async def _answer_server(self, ident: Any, method: str) -> None:
-        """Answer a server's request as the client did when recorded, or say we cannot."""
-        queue = self.answers.get(method)
-        if queue:
-            reply = dict(queue.pop(0))
-            reply["id"] = ident
-        else:
-            reply = {
-                "jsonrpc": "2.0",
-                "id": ident,
-                "error": {"code": NOT_FOUND, "message": f"{method}: not in the recording"},
-            }
-        await self.child.send(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
-
-
-def _short_id(ident: Any) -> str:
-    text = json.dumps(ident)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _same_id(live: Any, recorded: Any) -> bool:
-    return type(live) is type(recorded) and bool(live == recorded)
 
 
 def compare_tool_result(
