@@ -20,6 +20,7 @@ from ..terminal import counted
 from .control_reader import ControlReader, HeldEchoes
 from .observer_launch import ObserverSetup, ObserverStartError, Spawned, launch, spawn, take_over
 from .observer_link import ObserverLink
+from .spool import SpoolFile
 
 __all__ = ["STANDBY_SETTLED", "Restarts", "say"]
 
@@ -49,6 +50,7 @@ class Restarts:
     _control_reader: ControlReader
     _close_pipe: Callable[[], None]
     _give_terminal_back: Callable[[], None]
+    spool: Optional[SpoolFile]
     observation_stopped: Callable[[str], None]
 
     async def _keep_standby(self) -> None:
@@ -111,14 +113,25 @@ class Restarts:
         )
         standby, self._standby = self._standby, None
         try:
+            spool_fd = -1
+            if self.spool is not None:
+                # A spool of its own, from the RESUME record on: what the dead one did not
+                # read is a gap, as without a spool.
+                try:
+                    self.spool.renew()
+                except OSError as exc:
+                    raise ObserverStartError(f"its spool could not be made: {exc}") from None
+                spool_fd = self.spool.read_fd
             spawned = None
             if standby is not None:
                 with contextlib.suppress(ObserverStartError):  # it died waiting: start another
-                    await take_over(standby, setup)
+                    await take_over(standby, setup, spool_fd)
                     spawned = standby
             if spawned is None:
                 self._give_terminal_back()  # a standby that failed may have drawn its TUI
-                spawned = await launch(setup, self.record, self.stdout)
+                spawned = await launch(setup, self.record, self.stdout, spool_fd)
+            if self.spool is not None:
+                self.spool.close_read()
         except ObserverStartError as exc:
             self._give_terminal_back()
             self._replacing = None
