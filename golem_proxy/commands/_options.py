@@ -5,6 +5,7 @@ type and wording, so ``show FILE`` and ``stats FILE`` cannot drift apart."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import Optional
 
@@ -93,6 +94,14 @@ def check_spool(args: argparse.Namespace, child: bool, record_path: Optional[str
         raise CommandError("--observer-spool needs --observer child-process")
     if record_path is None:
         raise CommandError("--observer-spool needs a recording (--record or --record-dir)")
+    spool = record_path + ".spool"
+    if not args.overwrite and os.path.lexists(spool):
+        # Checked before the recording is created: a session that cannot start leaves no
+        # empty recording behind.
+        raise CommandError(
+            f"{spool} already exists: a session recording there was killed before it ended",
+            "pass --overwrite to replace it and the recording",
+        )
 
 
 def add_observer(

@@ -124,11 +124,13 @@ def _restarted(record: Path) -> bool:
     [
         ((), "--observer-spool needs a recording"),
         (("--record", "x.jsonl", "--observer", "in-process"), "needs --observer child-process"),
+        (("--record", "old.jsonl"), "old.jsonl.spool already exists: a session recording"),
     ],
 )
 def test_the_spool_needs_an_observing_process_and_a_recording(
     tmp_path: Path, options: tuple[str, ...], said: str
 ) -> None:
+    (tmp_path / "old.jsonl.spool").write_bytes(b"")  # left by a session killed with -9
     done = subprocess.run(
         [sys.executable, "-m", "golem_proxy", "proxy", "--observer-spool", *options],
         cwd=tmp_path,
@@ -140,3 +142,5 @@ def test_the_spool_needs_an_observing_process_and_a_recording(
     assert done.returncode != 0
     assert said in done.stderr, done.stderr
     assert not (tmp_path / "x.jsonl.spool").exists()
+    assert not (tmp_path / "x.jsonl").exists()
+    assert not (tmp_path / "old.jsonl").exists()
