@@ -84,8 +84,14 @@ class HandoffSource:
         held_again: Callable[[int], None] = lambda requests: None,
         ack_at_once: Callable[[], int] = lambda: ACK_AT_ONCE,
         spool_fd: int = -1,
+        on_unended: Optional[Callable[[float], None]] = None,
     ) -> None:
         os.set_blocking(fd, False)
+        self.on_unended = on_unended
+        """Called with the last record's time when the records end without the session's end
+        (`golem-proxy recover`: a killed session's spool); None: the recording stays unended."""
+        self.ended = False
+        """The forwarding process's last record (`Kind.SESSION_END`) was read."""
         self.spool_fd = spool_fd
         """The spool the records come from (spool.py; ``fd`` is then its doorbell), -1:
         they come through ``fd``."""
@@ -182,6 +188,8 @@ class HandoffSource:
                 nursery.start_soon(self.observer.run)
                 task_status.started(list(self.bound))
                 await self._read_until_end()
+                if not self.ended and self.on_unended is not None:
+                    self.on_unended(self._now)
                 # What is decoded from now on comes in one burst: let the consumers queue it.
                 self.hub.widen(STOP_LIMIT)
                 nursery.cancel_scope.cancel()
@@ -305,6 +313,7 @@ class HandoffSource:
         elif kind is Kind.RESUME:
             self._resume(pickle.loads(record.data))
         elif kind is Kind.SESSION_END:
+            self.ended = True
             self.on_end(record.t, bytes(record.data).decode("utf-8", "replace"))
         elif kind is Kind.EVENT:
             # In order with the chunks handed on before it, as the relay publishes it: a

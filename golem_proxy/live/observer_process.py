@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import pickle
 import socket
 import sys
 from typing import Callable, Optional
@@ -140,6 +141,12 @@ class ObservingProcess(Restarts):
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
         terminal = SavedTerminal.take() if setup.tui else None
         try:
+            if spool is not None:
+                # What `golem-proxy recover` decodes the spool with, should the session be
+                # killed: the setup, and where the recording stands as this process starts.
+                spool.begin(pickle.dumps(setup, pickle.HIGHEST_PROTOCOL))
+                if record is not None:
+                    spool.mark_recorded(record.write_fd)
             spawned = await launch(setup, record, stdout, -1 if spool is None else spool.read_fd)
         except BaseException:
             if terminal is not None:  # it may have drawn its TUI before it failed

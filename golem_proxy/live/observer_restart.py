@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import pickle
 import socket
 import sys
 from typing import Callable, Optional
@@ -119,6 +120,7 @@ class Restarts:
                 # read is a gap, as without a spool.
                 try:
                     self.spool.renew()
+                    self.spool.begin(pickle.dumps(setup, pickle.HIGHEST_PROTOCOL))
                 except OSError as exc:
                     raise ObserverStartError(f"its spool could not be made: {exc}") from None
                 spool_fd = self.spool.read_fd
@@ -164,6 +166,10 @@ class Restarts:
         self._control_reader = ControlReader(self.echoes)
         self._given_up = None
         self._replacing = None
+        if self.spool is not None and self.record is not None and not self.record.closed:
+            # After this process's own line: the new one writes from here.
+            with contextlib.suppress(OSError):  # then `recover` cannot take this spool up
+                self.spool.mark_recorded(self.record.write_fd)
         self.link.resume(spawned.write_fd, seq)
         if not setup.tui:  # the TUI says it above its table; a line here would cross its screen
             say(

@@ -121,11 +121,20 @@ async def observe(
     record_read_fd: int = -1,
     on_ready: Callable[[], None] = lambda: None,
     spool_fd: int = -1,
+    recovered: Optional[str] = None,
 ) -> str:
     """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
     runs: the TUI attaches its sink there; ``on_ready`` is called once the forwarding process
-    is told it is ready); returns its closing line."""
+    is told it is ready); returns its closing line. ``recovered`` (`golem-proxy recover`): the
+    session-end line says it, and ends the recording also when the records end without one."""
     profile = config.profile
+
+    def ended(t: float, reason: str) -> None:
+        session.stop(reason if recovered is None else f"{reason}; {recovered}", t=t)
+
+    def unended(t: float) -> None:
+        assert recovered is not None
+        session.stop(recovered, t=t)
 
     def source(hub: EventHub) -> HandoffSource:
         acknowledger = Acknowledger(control)
@@ -140,11 +149,12 @@ async def observe(
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
             setup.taking_over,
-            on_end=lambda t, reason: session.stop(reason, t=t),
+            on_end=ended,
             # The requests in flight it takes up count for the closing line, as if seen here.
             held_again=lambda requests: session.tally.held_again(requests),
             ack_at_once=acknowledger.at_once,
             spool_fd=spool_fd,
+            on_unended=None if recovered is None else unended,
         )
         if handoff.redactor is not None:
             # Before any frame: what the processes before learned is hidden from the first one

@@ -24,9 +24,11 @@ import os
 from typing import Optional, Union
 
 from ..recording.files import open_private
+from ..recording.spool_left import SPOOL_SUFFIX
 from . import kernel_pipes
 from .handoff import HandoffWriter
 from .handoff_reader import PipeRecords, RecordReader
+from .spool_header import mark_recorded, read_header, write_header
 
 __all__ = [
     "SPOOL_LIMIT",
@@ -38,7 +40,6 @@ __all__ = [
     "spool_path",
 ]
 
-SPOOL_SUFFIX = ".spool"
 SPOOL_LIMIT = 2 * 1024 * 1024 * 1024
 """Bytes of the spool the observing process may leave unacknowledged before the relay waits
 for it as without a spool (``--spool-limit``)."""
@@ -79,6 +80,17 @@ class SpoolFile:
             os.close(write_fd)
             raise
         return cls(path, write_fd, read_fd)
+
+    def begin(self, setup: bytes) -> None:
+        """Write the spool's header (spool_header.py) for the process started with ``setup``
+        (pickled), before it starts. Raises OSError."""
+        write_header(self.write_fd, setup)
+
+    def mark_recorded(self, record_fd: int) -> None:
+        """Note in the header the size the recording (open on ``record_fd``) has now, just
+        before the process is fed its first record: where `golem-proxy recover` cuts a copy of
+        the recording to decode the spool onto. Raises OSError."""
+        mark_recorded(self.write_fd, os.fstat(record_fd).st_size)
 
     def close_read(self) -> None:
         """The observing process has its own descriptor now: close ours."""
@@ -179,6 +191,8 @@ class SpoolRecords(PipeRecords):
 
     def __init__(self, spool_fd: int, doorbell: int, reader: RecordReader) -> None:
         super().__init__(spool_fd, reader)
+        # The records begin after the header, written whole before this process started.
+        os.lseek(spool_fd, read_header(spool_fd).records_start, os.SEEK_SET)
         self.wait_fd = doorbell
         self._rung_out = False
         """The doorbell ended: what the spool holds now is all there will be."""
