@@ -160,6 +160,7 @@ def add_observer(
         type=mebibytes_arg,
         default=SPOOL_LIMIT,
         metavar="MIB",
-        help="with --observer-spool: how far the recording may trail the wire, in MiB of the "
-        f"spool, before forwarding waits for it (default: {SPOOL_LIMIT // 2**20})",
+        help="with --observer-spool: how large the spool may grow, in MiB (default: "
+        f"{SPOOL_LIMIT // 2**20}); past it the proxy says so once, removes the spool and goes "
+        "on as without --observer-spool (forwarding waits for the recording again)",
     )

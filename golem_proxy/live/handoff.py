@@ -101,6 +101,9 @@ class Kind(enum.IntEnum):
     CUT_BY = 15
     """The connection's direction's next ``END`` is the proxy's, not its side's: the data says
     how (UTF-8: ``--fault truncate``), so that what it leaves unanswered says so."""
+    SPOOL_FULL = 16
+    """The last record of a spool (spool.py) that reached ``--spool-limit``: the records go on
+    through the pipe (nothing follows the header), their offsets counted on."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)

@@ -149,6 +149,8 @@ class HandoffSource:
         self.start_time = 0.0
         self.records = 0
         self._reader = RecordReader()
+        self._spool: Optional[SpoolRecords] = None
+        """The spool the records are read from, once reading starts (None: the pipe)."""
         self._taps: dict[int, ConnectionTap] = {}
         self._now = 0.0
         self._token: Optional[trio.lowlevel.TrioToken] = None
@@ -203,7 +205,7 @@ class HandoffSource:
         spooled = self.spool_fd >= 0
         pipe = PipeRecords(self.fd, reader)
         if spooled:
-            pipe = SpoolRecords(self.spool_fd, self.fd, reader)
+            pipe = self._spool = SpoolRecords(self.spool_fd, self.fd, reader)
         marked = 0
         flowing_until = -math.inf
         while True:
@@ -312,6 +314,8 @@ class HandoffSource:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
             self._resume(pickle.loads(record.data))
+        elif kind is Kind.SPOOL_FULL and self._spool is not None:
+            self._spool.leave()
         elif kind is Kind.SESSION_END:
             self.ended = True
             self.on_end(record.t, bytes(record.data).decode("utf-8", "replace"))

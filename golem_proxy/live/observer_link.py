@@ -369,6 +369,20 @@ class ObserverLink(LinkTrail):
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
         self.writer.ring()
 
+    def leave_spool(self, backlog: int = BACKLOG) -> None:
+        """The spool is full (spool.py): its last record says so, and the records go on
+        through the pipe (``backlog`` bytes may wait for room there), counted on from the
+        spool's; the relay waits for the recording as without a spool (the trail's bounds,
+        the stall watch's limit)."""
+        spooled = self.writer
+        spooled.event(Kind.SPOOL_FULL, 0, 0, self.now())
+        spooled.ring()
+        self.make_writer = lambda pipe: HandoffWriter(pipe, backlog)
+        self.writer = self.make_writer(spooled.pipe_fd)
+        self.writer.handed = spooled.handed
+        self.budget = self.ledger.budget = None
+        self.stall_limit = STALL_LIMIT
+
     async def keep_flushing(self) -> None:
         """Until cancelled: when records wait for room, write them as the pipe takes them;
         after each batch of records written to a spool, ring its doorbell (spool.py)."""

@@ -28,6 +28,7 @@ drew it is gone without giving it back.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import pickle
 import socket
@@ -162,7 +163,12 @@ class ObservingProcess(Restarts):
                 hold_limit=setup.options.observer_hold,
                 stall_limit=SPOOL_STALL,
                 # The spool's descriptor of the moment: a restart renews it.
-                make_writer=lambda doorbell: SpoolWriter(spool.write_fd, doorbell),
+                make_writer=lambda doorbell: SpoolWriter(
+                    spool.write_fd,
+                    doorbell,
+                    setup.options.spool_limit,
+                    lambda: observing.spool_full(),
+                ),
                 budget=setup.options.spool_limit,
             )
         link.marks_arrivals = bool(setup.layers)  # an MCP hop: its tool calls are decided so
@@ -371,6 +377,23 @@ class ObservingProcess(Restarts):
         self.control.close()
         if self.spool is not None:
             self.spool.remove()
+
+    def spool_full(self) -> None:
+        """The spool reached ``--spool-limit``: the session goes on as without
+        ``--observer-spool`` (the records through the pipe, the relay waiting for the
+        recording as without a spool), and the spool, no longer a whole session, goes."""
+        if self.spool is None or self.setup is None:
+            return
+        self.link.leave_spool()
+        self.spool.remove()
+        self.spool = None
+        self.setup = dataclasses.replace(self.setup, spool=False)  # for a restart
+        limit = self.setup.options.spool_limit / (1024 * 1024)
+        say(
+            f"the spool is full (--spool-limit {limit:g} MiB): the session goes on as without "
+            "--observer-spool (forwarding waits for the recording again; a kill -9 loses at "
+            "most ~100 ms of lines)"
+        )
 
     def _ended_in_order(self) -> bool:
         """The recording ends with the observing process's ``session-end`` line."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from ..recording.files import open_private
 from ..recording.spool_left import SPOOL_SUFFIX
@@ -41,8 +41,9 @@ __all__ = [
 ]
 
 SPOOL_LIMIT = 2 * 1024 * 1024 * 1024
-"""Bytes of the spool the observing process may leave unacknowledged before the relay waits
-for it as without a spool (``--spool-limit``)."""
+"""Bytes of records a spool may hold (``--spool-limit``): past them the session goes on as
+without a spool (`SpoolWriter.on_full`); the observing process may leave as many
+unacknowledged before the relay waits for it."""
 SPOOL_STALL = 60.0
 """Seconds without an acknowledgement moving on, while something is outstanding, after which
 an observing process reading a spool counts as stuck (`ObserverLink.stall_limit`): niced, on
@@ -125,10 +126,21 @@ class SpoolWriter(HandoffWriter):
     raises, so that the link stops the observing process rather than leave a hole in the
     spool it reads."""
 
-    def __init__(self, spool_fd: int, doorbell: int) -> None:
+    def __init__(
+        self,
+        spool_fd: int,
+        doorbell: int,
+        limit: Optional[int] = None,
+        on_full: Optional[Callable[[], None]] = None,
+    ) -> None:
         super().__init__(spool_fd, 0)
         os.set_blocking(doorbell, False)
         self.doorbell = doorbell
+        self.limit = limit
+        """The bytes of records the spool may hold (``--spool-limit``); None: no bound."""
+        self.on_full = on_full
+        """Called once, after a batch, when the spool holds more than ``limit``: the link
+        goes back to the pipe (`ObserverLink.leave_spool`)."""
 
     @property
     def pipe_fd(self) -> int:
@@ -143,10 +155,14 @@ class SpoolWriter(HandoffWriter):
         self.unrung = False
         with contextlib.suppress(OSError):
             os.write(self.doorbell, b"\0")
+        if self.on_full is not None and self.limit is not None and self.handed > self.limit:
+            on_full, self.on_full = self.on_full, None
+            on_full()
 
     def close(self) -> None:
         """Close the doorbell (the observing process reads the spool to its end, then ends).
         The spool's descriptor is its `SpoolFile`'s to close."""
+        self.on_full = None  # the end: nothing more to hand on, whatever its size
         self.ring()
         self.doorbell = _closed(self.doorbell)
         self.fd = -1
@@ -196,11 +212,25 @@ class SpoolRecords(PipeRecords):
         self.wait_fd = doorbell
         self._rung_out = False
         """The doorbell ended: what the spool holds now is all there will be."""
+        self._left = False
+        """The spool's last record was read (`Kind.SPOOL_FULL`): the records go on in the
+        pipe, after the doorbell's bytes."""
+        self._early = bytearray()
+        """Records read from the pipe while emptying the doorbell, before the spool's last
+        record was (they follow it)."""
+        self._on_records = False
+        """The pipe's doorbell bytes are behind: what it holds now is records."""
+
+    def leave(self) -> None:
+        """The spool ended full (`Kind.SPOOL_FULL`): read on from the pipe."""
+        self._left = True
 
     def read(self) -> tuple[int, bool]:
         """Read what the spool has next. Returns how many bytes were read (0: the session's
         records are all read) and whether they belong to a large frame's body. Raises
         BlockingIOError when the spool has nothing now (wait on `wait_fd`)."""
+        if self._left:
+            return self._read_pipe()
         got, bulk = super().read()
         if got:
             return got, bulk
@@ -216,7 +246,8 @@ class SpoolRecords(PipeRecords):
         raise BlockingIOError
 
     def _empty_doorbell(self) -> bool:
-        """Read the doorbell empty; True when it ended."""
+        """Read the doorbell empty; True when it ended. Records behind its bytes (the spool
+        ended full meanwhile) are kept for `_read_pipe`."""
         while True:
             try:
                 rung: Optional[bytes] = os.read(self.wait_fd, 4096)
@@ -224,3 +255,32 @@ class SpoolRecords(PipeRecords):
                 return False
             if not rung:
                 return True
+            self._early += self._past_doorbell(rung)
+
+    def _past_doorbell(self, data: bytes) -> bytes:
+        """``data`` read from the pipe without the doorbell's bytes before the first record
+        (no record's first byte, its kind, is 0)."""
+        if self._on_records:
+            return data
+        records = data.lstrip(b"\0")
+        self._on_records = bool(records)
+        return records
+
+    def _read_pipe(self) -> tuple[int, bool]:
+        """After the spool's last record: the pipe's records, as `PipeRecords` reads them."""
+        if self._early:
+            early, self._early = bytes(self._early), bytearray()
+            self.reader.receive_data(early)
+            return len(early), False
+        if self._rung_out:
+            return 0, False
+        if self._on_records:
+            self.fd = self.wait_fd
+            return PipeRecords.read(self)
+        chunk = os.read(self.wait_fd, 4096)  # BlockingIOError: nothing now
+        if not chunk:
+            return 0, False
+        records = self._past_doorbell(chunk)
+        if records:
+            self.reader.receive_data(records)
+        return len(chunk), False

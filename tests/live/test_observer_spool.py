@@ -97,6 +97,28 @@ def test_past_the_spool_limit_the_relay_waits_for_the_recording(
     assert [e.request.message.id for e in recording.exchanges()] == list(range(CALLS))
 
 
+def test_a_full_spool_goes_and_the_session_goes_on_through_the_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TEST_MODULE, SLOW)
+    record = tmp_path / "session.jsonl"
+    spool = Path(f"{record}.spool")
+    # 16 KiB of spool in all: ~100 calls' records, then the pipe, as without a spool.
+    with observed_proxy(record, "--observer-spool", "--spool-limit", "0.015625") as cli:
+        golem_calls(cli.port, _echo_calls(CALLS // 2))
+        wait_for(lambda: not spool.exists(), what="the full spool to go")
+        later = [{"id": CALLS + n, "method": "echo", "params": {}} for n in range(50)]
+        golem_calls(cli.port, later)
+        # Back to the trail's bound: the recording keeps within ~100 ms of the wire.
+        wait_for(lambda: _recorded(record) == CALLS // 2 + 50, timeout=5, what="the recording")
+        cli.stop(timeout=60)
+    assert cli.process.returncode == 0, cli.stderr
+    assert cli.stderr.count("golem-proxy: the spool is full (--spool-limit 0.015625 MiB)") == 1
+    assert "observation stopped" not in cli.stderr, cli.stderr
+    ids = [e.request.message.id for e in read_recording(str(record)).exchanges()]
+    assert ids == list(range(CALLS // 2)) + [CALLS + n for n in range(50)]
+
+
 def test_a_dead_observing_process_is_replaced_with_a_spool_of_its_own(tmp_path: Path) -> None:
     record = tmp_path / "session.jsonl"
     with observed_proxy(record, "--observer-spool") as cli:
