@@ -4,7 +4,7 @@ the forwarding process, and in a child process of its own), all in one interleav
 medians of several rounds.
 
     python bench/bench_proxy.py [--rounds 3] [--quick] [--mode both|full|flood]
-                                [--observer both|in-process|child-process]
+                                [--observer both|in-process|child-process|spool]
                                 [--tui [also|only]] [--baseline DIR] [--record-dir DIR]
                                 [--json FILE]
 
@@ -160,7 +160,8 @@ def main() -> None:
         choices=("both", *OBSERVERS.values()),
         default="both",
         help="which golem-proxy to measure: observing in its own process, in a child process, "
-        "or both in the same interleaved run (the default)",
+        "in a child process fed through a spool beside the recording (--observer-spool), or "
+        "all of them in the same interleaved run (both, the default)",
     )
     parser.add_argument(
         "--tui",

@@ -26,15 +26,25 @@ OURS = "golem-proxy --observer in-process"
 OURS_CHILD = "golem-proxy (child-process, the default)"
 OURS_TUI = "golem-proxy --tui --observer in-process"
 OURS_CHILD_TUI = "golem-proxy --tui (child-process)"
+OURS_SPOOL = "golem-proxy --observer-spool"
+OURS_SPOOL_TUI = "golem-proxy --tui --observer-spool"
+SPOOL = "spool"
+"""`proxy_command`'s observer for ``--observer child-process --observer-spool``."""
 BASELINE = "golem-proxy (baseline)"
 RECORDING = {OURS: "bench.jsonl", OURS_CHILD: "child.jsonl", OURS_TUI: "tui.jsonl",
-             OURS_CHILD_TUI: "child-tui.jsonl", BASELINE: "baseline.jsonl"}  # fmt: skip
+             OURS_CHILD_TUI: "child-tui.jsonl", BASELINE: "baseline.jsonl",
+             OURS_SPOOL: "spool.jsonl", OURS_SPOOL_TUI: "spool-tui.jsonl"}  # fmt: skip
 """Each golem-proxy's recording, in the mode's temporary directory."""
-OBSERVERS = {OURS: "in-process", OURS_CHILD: "child-process"}
+OBSERVERS = {OURS: "in-process", OURS_CHILD: "child-process", OURS_SPOOL: SPOOL}
 """The golem-proxy configurations by where their observer runs (``--observer``)."""
-WITH_TUI = {OURS: OURS_TUI, OURS_CHILD: OURS_CHILD_TUI}
+WITH_TUI = {OURS: OURS_TUI, OURS_CHILD: OURS_CHILD_TUI, OURS_SPOOL: OURS_SPOOL_TUI}
 """The same golem-proxy with ``--tui``, drawn on a pseudo-terminal (pty_terminal.py)."""
-WHERE = {**OBSERVERS, OURS_TUI: "in-process", OURS_CHILD_TUI: "child-process"}
+WHERE = {
+    **OBSERVERS,
+    OURS_TUI: "in-process",
+    OURS_CHILD_TUI: "child-process",
+    OURS_SPOOL_TUI: SPOOL,
+}
 QUIT_TIMEOUT = 120.0
 """Seconds a TUI's Ctrl-C may take to end its session (it drains and flushes first)."""
 
@@ -43,10 +53,12 @@ def proxy_command(
     port: int, upstream: int, record: str, observer: str = "", *, tui: bool = False
 ) -> list[str]:
     """golem-proxy with everything on (decoding, pairing, recording), log quiet; ``observer``:
-    where it observes (``--observer``; the default when empty); ``tui``: the TUI instead of
-    the log."""
+    where it observes (``--observer``; the default when empty; `SPOOL`: a process of its own
+    fed through a spool, ``--observer-spool``); ``tui``: the TUI instead of the log."""
     route = f"main@127.0.0.1:{port}=127.0.0.1:{upstream}"
     chosen = ["--observer", observer] if observer else []
+    if observer == SPOOL:
+        chosen = ["--observer", "child-process", "--observer-spool"]
     shown = ["--tui"] if tui else ["--quiet"]
     return [sys.executable, "-m", "golem_proxy", "proxy", *shown, "--route", route,
             "--record", record, "--overwrite", *chosen]  # fmt: skip

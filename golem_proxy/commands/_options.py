@@ -5,13 +5,14 @@ type and wording, so ``show FILE`` and ``stats FILE`` cannot drift apart."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import Optional
 
 from golem_core.profiles import PROFILES
 
 from ..net.addresses import Address
-from ._common import address_arg, count_arg, seconds_arg, trace_path_arg
+from ._common import CommandError, address_arg, count_arg, seconds_arg, trace_path_arg
 
 RECORDING_HELP = "a recording (.jsonl, or sample:NAME)"
 
@@ -73,6 +74,36 @@ def add_profile(
     parser.add_argument("--profile", choices=names, default=default, help=help)
 
 
+def mebibytes_arg(text: str) -> int:
+    """A size given in MiB (fractions allowed), in bytes."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of MiB: {text!r}") from None
+    if not 0 < value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"out of range: {text} MiB")
+    return int(value * 1024 * 1024)
+
+
+def check_spool(args: argparse.Namespace, child: bool, record_path: Optional[str]) -> None:
+    """``--observer-spool`` needs an observing process of its own and a recording to put the
+    spool beside. Raises CommandError."""
+    if not args.observer_spool:
+        return
+    if not child:
+        raise CommandError("--observer-spool needs --observer child-process")
+    if record_path is None:
+        raise CommandError("--observer-spool needs a recording (--record or --record-dir)")
+    spool = record_path + ".spool"
+    if not args.overwrite and os.path.lexists(spool):
+        # Checked before the recording is created: a session that cannot start leaves no
+        # empty recording behind.
+        raise CommandError(
+            f"{spool} already exists: a session recording there was killed before it ended",
+            "pass --overwrite to replace it and the recording",
+        )
+
+
 def add_observer(
     parser: argparse.ArgumentParser,
     *,
@@ -88,6 +119,7 @@ def add_observer(
     # Here, not at the top: a command that reads a recording does not import the live stack.
     from ..live.link_holds import HOLD_LIMIT
     from ..live.proxy_options import RESTARTS
+    from ..live.spool import SPOOL_LIMIT
 
     with_tui = (
         ("; ~47 with --tui", ", and with --tui the new one shows the rows before it, read back "
@@ -113,4 +145,22 @@ def add_observer(
         "which takes the open connections up at their next frame; what crossed meanwhile is "
         f"a gap in the recording{with_tui[1]} (default: {RESTARTS}; 0: no process waits, and "
         "observation stops for the rest of the session)",
+    )
+    parser.add_argument(
+        "--observer-spool",
+        action="store_true",
+        help="with --observer child-process and a recording: hand every forwarded byte to the "
+        "observing process through a file beside the recording (REC.spool) instead of waiting "
+        "for it to decode: forwarding runs at the relay's pace, the recording's lines trail "
+        "the wire, and at the end the proxy waits until they are all written, then removes "
+        "the spool (it costs a second write of every byte, and disk up to --spool-limit)",
+    )
+    parser.add_argument(
+        "--spool-limit",
+        type=mebibytes_arg,
+        default=SPOOL_LIMIT,
+        metavar="MIB",
+        help="with --observer-spool: how large the spool may grow, in MiB (default: "
+        f"{SPOOL_LIMIT // 2**20}); past it the proxy says so once, removes the spool and goes "
+        "on as without --observer-spool (forwarding waits for the recording again)",
     )

@@ -20,6 +20,7 @@ from ..live.observer_process import ObservingProcess
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header
+from ..live.spool import SpoolFile, spool_path
 from ..recording.shared_file import RecordingFile
 from ..terminal import counted, safe_text
 from ._bound_routes import (
@@ -235,6 +236,7 @@ async def _start_observing(
     ours). Raises ObserverStartError or OSError; then nothing is left open and ``proxy`` is
     unbound."""
     record: Optional[RecordingFile] = None
+    spool: Optional[SpoolFile] = None
     try:
         header = None
         if config.record_path is not None:
@@ -242,6 +244,8 @@ async def _start_observing(
             # The observing process writes it; this one keeps its descriptors to end it with
             # a line of its own if that process dies (live/observer_process.py).
             record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
+            if config.options.observer_spool:
+                spool = SpoolFile.create(spool_path(config.record_path), overwrite=config.overwrite)
         # The faults and the intercept engine decide here, on the forwarding path; the
         # observing process decodes what they let through (and cannot take the engine's
         # trio state anyway).
@@ -249,10 +253,14 @@ async def _start_observing(
         setup = ObserverSetup(
             config.profile.name, tuple(bound), observing_options, header, config.record_path,
             config.verbosity, log_buffer, layers=config.layers, tui=tui,
-            notes=live_notes(list(bound), config) if tui else (),
+            notes=live_notes(list(bound), config) if tui else (), spool=spool is not None,
         )  # fmt: skip
-        observing = await ObservingProcess.start(setup, record, proxy.now, stdout=stdout)
+        observing = await ObservingProcess.start(
+            setup, record, proxy.now, stdout=stdout, spool=spool
+        )
     except BaseException:
+        if spool is not None:
+            spool.remove()
         if record is not None:
             record.close()  # a recording written beside the one it replaces is removed
         await proxy.unbind()

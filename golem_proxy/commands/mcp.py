@@ -36,7 +36,7 @@ from ..recording.safe_paths import removed_unless_started
 from ..terminal import safe_text
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
-from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
+from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout, check_spool
 from .proxy import (
     add_session_arguments,
     reserved_record,
@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     tracker = None if child else ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
     _warn_of_golem_only_rules(options.redact)
+    check_spool(args, child, record_path)
     with removed_unless_started(reserved_record(args, record_path)):
         options = dataclasses.replace(
             options,

@@ -42,7 +42,7 @@ from ._common import (
     seconds_arg,
 )
 from ._live_tui import serve_with_tui
-from ._options import CHILD_PROCESS, IN_PROCESS, add_observer
+from ._options import CHILD_PROCESS, IN_PROCESS, add_observer, check_spool, mebibytes_arg
 from ._proxy_serve import serve, serve_forwarding
 from ._session_errors import os_problem, run_session
 
@@ -207,7 +207,7 @@ def add_session_arguments(
     )
     parser.add_argument(
         "--observer-memory",
-        type=_mebibytes,
+        type=mebibytes_arg,
         default=DEFAULT_BUDGET,
         metavar="MIB",
         help="what inspection may hold, all connections together; past it, bytes are "
@@ -215,7 +215,7 @@ def add_session_arguments(
     )
     parser.add_argument(
         "--observe-frame-limit",
-        type=_mebibytes,
+        type=mebibytes_arg,
         default=ObserveLimits().frame,
         metavar="MIB",
         help="frames larger than this are forwarded whole and recorded as their header, "
@@ -223,22 +223,12 @@ def add_session_arguments(
     )
     parser.add_argument(
         "--observe-parse-limit",
-        type=_mebibytes,
+        type=mebibytes_arg,
         default=ObserveLimits().parse,
         metavar="MIB",
         help="frames whose parse would hold more than this (30 MiB of [[],…] about 1,100) "
         "are forwarded whole and recorded as --observe-frame-limit's are (default 448)",
     )
-
-
-def _mebibytes(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of MiB: {text!r}") from None
-    if not 0 < value <= 1 << 20:
-        raise argparse.ArgumentTypeError(f"out of range: {text} MiB")
-    return int(value * 1024 * 1024)
 
 
 def routes_from_args(
@@ -325,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
             verbosity=verbosity_of(args),
         )
         child = observer_place(args) == CHILD_PROCESS
+        check_spool(args, child, record_path)
         if child and args.tui:
             check_child_tui(args)
         if args.tui:
@@ -391,6 +382,8 @@ def session_options(
         observer_memory=args.observer_memory,
         observer_hold=args.observer_hold,
         observer_restarts=args.observer_restarts,
+        observer_spool=args.observer_spool,
+        spool_limit=args.spool_limit,
         observe=ObserveLimits(frame=args.observe_frame_limit, parse=args.observe_parse_limit),
     )
     return options, record_path

@@ -20,6 +20,7 @@ sends the event itself, pickled, since both ends are the same program); for ``LO
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import os
 import struct
@@ -100,6 +101,9 @@ class Kind(enum.IntEnum):
     CUT_BY = 15
     """The connection's direction's next ``END`` is the proxy's, not its side's: the data says
     how (UTF-8: ``--fault truncate``), so that what it leaves unanswered says so."""
+    SPOOL_FULL = 16
+    """The last record of a spool (spool.py) that reached ``--spool-limit``: the records go on
+    through the pipe (nothing follows the header), their offsets counted on."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)
@@ -181,6 +185,24 @@ class HandoffWriter:
         partly written. Bytes of records that wait in the pipe backlog are `_Piped`."""
         self._piped: Optional[PipeBacklog] = None
         """Bytes from pipes that wait for room (`data_from_pipe`), made when first needed."""
+        self.unrung = False
+        """Records were written that the reading side was not told of (a spool's writer,
+        spool.py, tells it with `ring`; on a pipe, the pipe itself tells it)."""
+
+    @property
+    def pipe_fd(self) -> int:
+        """The pipe the reading side waits on (here, the one the records go through)."""
+        return self.fd
+
+    def ring(self) -> None:
+        """Tell the reading side records were written (nothing to do on a pipe)."""
+
+    def close(self) -> None:
+        """Close the pipe (the reading side then reads to its end)."""
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
 
     def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
         """Hand on forwarded bytes; returns False when they were counted as lost instead."""

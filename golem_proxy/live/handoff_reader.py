@@ -184,6 +184,8 @@ class PipeRecords:
 
     def __init__(self, fd: int, reader: RecordReader) -> None:
         self.fd = fd
+        self.wait_fd = fd
+        """What to wait on, readable, when `read` finds nothing now."""
         self.reader = reader
         self._whole: Optional[bytearray] = None
         """A large record's data being read whole, ``_filled`` bytes of it so far."""

@@ -38,6 +38,7 @@ from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
+from .spool import SpoolRecords
 from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
@@ -56,6 +57,9 @@ FLOWING = 0.05
 MARK_EVERY = 64 * 1024
 """Handoff bytes after which the decoding is marked for an acknowledgement, also within a batch
 (1 MiB of tiny frames is seconds of decoding on a busy machine)."""
+SPOOL_AHEAD = 1024 * 1024
+"""Bytes read from a spool that may wait for the observer (what the forwarding side lets be
+outstanding through a pipe at least, observer_link.py)."""
 
 
 class HandoffSource:
@@ -79,8 +83,18 @@ class HandoffSource:
         on_end: Callable[[float, str], None] = lambda t, reason: None,
         held_again: Callable[[int], None] = lambda requests: None,
         ack_at_once: Callable[[], int] = lambda: ACK_AT_ONCE,
+        spool_fd: int = -1,
+        on_unended: Optional[Callable[[float], None]] = None,
     ) -> None:
         os.set_blocking(fd, False)
+        self.on_unended = on_unended
+        """Called with the last record's time when the records end without the session's end
+        (`golem-proxy recover`: a killed session's spool); None: the recording stays unended."""
+        self.ended = False
+        """The forwarding process's last record (`Kind.SESSION_END`) was read."""
+        self.spool_fd = spool_fd
+        """The spool the records come from (spool.py; ``fd`` is then its doorbell), -1:
+        they come through ``fd``."""
         self.on_end = on_end
         """Called with when and how the session ended, at the forwarding process's last record
         (`Kind.SESSION_END`): the session then ends its recording with a ``session-end``
@@ -135,6 +149,8 @@ class HandoffSource:
         self.start_time = 0.0
         self.records = 0
         self._reader = RecordReader()
+        self._spool: Optional[SpoolRecords] = None
+        """The spool the records are read from, once reading starts (None: the pipe)."""
         self._taps: dict[int, ConnectionTap] = {}
         self._now = 0.0
         self._token: Optional[trio.lowlevel.TrioToken] = None
@@ -174,22 +190,34 @@ class HandoffSource:
                 nursery.start_soon(self.observer.run)
                 task_status.started(list(self.bound))
                 await self._read_until_end()
+                if not self.ended and self.on_unended is not None:
+                    self.on_unended(self._now)
                 # What is decoded from now on comes in one burst: let the consumers queue it.
                 self.hub.widen(STOP_LIMIT)
                 nursery.cancel_scope.cancel()
         finally:
-            self.observer.drain_now(max(self.options.drain_timeout, MIN_DECODE_TIME))
+            # From a spool, the forwarding process waits for every record to be decoded.
+            within = math.inf if self.spool_fd >= 0 else self.options.drain_timeout
+            self.observer.drain_now(max(within, MIN_DECODE_TIME))
 
     async def _read_until_end(self) -> None:
         reader = self._reader
+        spooled = self.spool_fd >= 0
         pipe = PipeRecords(self.fd, reader)
+        if spooled:
+            pipe = self._spool = SpoolRecords(self.spool_fd, self.fd, reader)
         marked = 0
         flowing_until = -math.inf
         while True:
+            if spooled and self.observer.backlog > SPOOL_AHEAD:
+                # Nothing bounds what waits in the spool but its budget: read on only as fast
+                # as the observer decodes, which would shed what it cannot hold.
+                await trio.sleep(GATHER / 5)
+                continue
             try:
                 got, bulk = pipe.read()
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.fd)
+                await trio.lowlevel.wait_readable(pipe.wait_fd)
                 continue
             if not got:
                 return
@@ -286,7 +314,10 @@ class HandoffSource:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
             self._resume(pickle.loads(record.data))
+        elif kind is Kind.SPOOL_FULL and self._spool is not None:
+            self._spool.leave()
         elif kind is Kind.SESSION_END:
+            self.ended = True
             self.on_end(record.t, bytes(record.data).decode("utf-8", "replace"))
         elif kind is Kind.EVENT:
             # In order with the chunks handed on before it, as the relay publishes it: a

@@ -114,9 +114,18 @@ class Ledger:
     and whether the recording trails the wire by too much (`holding`) and on which
     connections (`holds`). Offsets are the pipe stream's (`HandoffWriter.handed`)."""
 
-    def __init__(self, now: Callable[[], float], trail_limit: float = TRAIL_LIMIT) -> None:
+    def __init__(
+        self,
+        now: Callable[[], float],
+        trail_limit: float = TRAIL_LIMIT,
+        budget: Optional[int] = None,
+    ) -> None:
         self.now = now
         self.trail_limit = trail_limit
+        self.budget = budget
+        """With a spool (spool.py): the bytes that may be outstanding, the only bound; the
+        trail's time and the byte limits do not hold the relay (the records are on their way
+        to disk, not waiting for decoding). None: the bounds of the module docstring."""
         self.holding = False
         """The recording trails the wire by more than ``trail_limit`` (or by more than
         `outstanding_limit` bytes): the connections it trails on wait."""
@@ -190,6 +199,9 @@ class Ledger:
         self._busy = None
         if self.holding:
             return True
+        if self.budget is not None:
+            self.holding = handed - self.acked > self.budget
+            return False
         if (
             t - marks[0].t > self.trail_limit
             or handed - self.acked > self.outstanding_limit
@@ -291,6 +303,8 @@ class Ledger:
     def caught_up(self, handed: int) -> bool:
         """While `holding`: the recording is back under half of every limit (the relay may
         take new bytes from every connection again)."""
+        if self.budget is not None:
+            return self.holding and handed - self.acked <= self.budget // 2
         return (
             self.holding
             and self.trail() <= self.trail_limit / 2

@@ -125,7 +125,7 @@ class HealthWatch:
         except OSError:  # out of descriptors: its death is still noticed when it exits
             return
         with errors:
-            errors.register(self.link.writer.fd, 0)
+            errors.register(self.link.writer.pipe_fd, 0)
             await trio.lowlevel.wait_readable(errors.fileno())
         await self._stop_unless_exiting("the observing process closed the handoff pipe")
 

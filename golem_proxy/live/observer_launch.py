@@ -13,6 +13,7 @@ which the forwarding process keeps for the process that replaces it (control_rea
 
 from __future__ import annotations
 
+import array
 import contextlib
 import os
 import pickle
@@ -42,6 +43,7 @@ __all__ = [
     "LEARNED_MAX",
     "OBSERVING_MODULE",
     "PIPE_SIZE",
+    "SPOOL_FD",
     "START_TIMEOUT",
     "TEST_MODULE",
     "TUI_AHEAD",
@@ -70,6 +72,8 @@ LEARNED_MAX = 64 * 1024
 names a bulk value (``result.image``) would send each image here, and the forwarding process
 keeps the last `MAX_ECHOES` (4 MiB a value, 1 GiB); a value longer than this is hidden only by
 the process that learned it."""
+SPOOL_FD = b"S"
+"""The byte the spool's descriptor comes with, after the setup (`ObserverSetup.spool`)."""
 TUI_AHEAD = "tui"
 """The last argument of an observing process that will run the TUI: it imports it while it
 waits for its setup."""
@@ -131,6 +135,9 @@ class ObserverSetup:
     recorded_up_to: int = -1
     """A restart: where the dead process's last whole line ends in the recording (its torn
     line cut off), which the TUI reads back up to; -1: not known (nothing is read back)."""
+    spool: bool = False
+    """The records come through a spool (``--observer-spool``, spool.py): its descriptor
+    follows the setup on the control socket (`SPOOL_FD`), the pipe is its doorbell."""
     echoes: tuple[str, ...] = field(default=(), repr=False)
     """A restart: the values the redaction of the processes before learned (`LEARNED`, kept
     by the forwarding process: control_reader.py), oldest first, which this one hides from
@@ -206,20 +213,24 @@ async def spawn(
 
 
 async def launch(
-    setup: ObserverSetup, record: Optional[RecordingFile], stdout: Optional[int]
+    setup: ObserverSetup,
+    record: Optional[RecordingFile],
+    stdout: Optional[int],
+    spool_fd: int = -1,
 ) -> Spawned:
     """Start an observing process with ``setup`` and wait until it is ready. Raises
     ObserverStartError (then nothing is left open or running)."""
     spawned = await spawn(record, stdout, tui=setup.tui)
-    await take_over(spawned, setup)
+    await take_over(spawned, setup, spool_fd)
     return spawned
 
 
-async def take_over(spawned: Spawned, setup: ObserverSetup) -> None:
-    """Send a spawned observing process ``setup`` and wait until it is ready. Raises
+async def take_over(spawned: Spawned, setup: ObserverSetup, spool_fd: int = -1) -> None:
+    """Send a spawned observing process ``setup`` (with ``setup.spool``, the spool's
+    descriptor to read, ``spool_fd``, after it) and wait until it is ready. Raises
     ObserverStartError (then it is discarded)."""
     try:
-        await _handshake(spawned.process, spawned.control, setup)
+        await _handshake(spawned.process, spawned.control, setup, spool_fd)
     except BaseException as exc:
         await spawned.discard()
         if isinstance(exc, OSError) and not isinstance(exc, ObserverStartError):
@@ -227,7 +238,9 @@ async def take_over(spawned: Spawned, setup: ObserverSetup) -> None:
         raise
 
 
-async def _handshake(process: trio.Process, ours: socket.socket, setup: ObserverSetup) -> None:
+async def _handshake(
+    process: trio.Process, ours: socket.socket, setup: ObserverSetup, spool_fd: int
+) -> None:
     data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
     control = trio.socket.from_stdlib_socket(ours)
     answer = chunk = b""
@@ -237,6 +250,11 @@ async def _handshake(process: trio.Process, ours: socket.socket, setup: Observer
         message = memoryview(struct.pack("!I", len(data)) + data)
         while message:
             message = message[await control.send(message) :]
+        if setup.spool:
+            # The descriptor itself, not a path to open again: the child reads the very file
+            # this process writes, whatever the directory holds meanwhile.
+            rights = array.array("i", [spool_fd])
+            await control.sendmsg([SPOOL_FD], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
         while not answer.endswith(b"\n"):
             chunk = await control.recv(64)
             if not chunk:

@@ -81,8 +81,16 @@ class ObserverLink(LinkTrail):
         trail_limit: float = TRAIL_LIMIT,
         hold_limit: float = HOLD_LIMIT,
         stall_limit: float = STALL_LIMIT,
+        make_writer: Optional[Callable[[int], HandoffWriter]] = None,
+        budget: Optional[int] = None,
     ) -> None:
-        self.writer = HandoffWriter(fd, backlog)
+        self.make_writer = make_writer or (lambda pipe: HandoffWriter(pipe, backlog))
+        """The writer of the records, given the pipe (a `SpoolWriter` with a spool: the pipe
+        is its doorbell, spool.py)."""
+        self.budget = budget
+        """With a spool: the bytes that may be outstanding before the relay waits
+        (`Ledger.budget`)."""
+        self.writer = self.make_writer(fd)
         self.now = now
         """The session's clock, the one the relay stamps the chunks with."""
         self.trail_limit = trail_limit
@@ -99,7 +107,7 @@ class ObserverLink(LinkTrail):
         self.marks_arrivals = False
         """Whether `arrived` hands its marks on: only a session that decides about frames as
         they arrive (`golem-proxy mcp`'s attribution) reads them."""
-        self.ledger = Ledger(now, trail_limit)
+        self.ledger = Ledger(now, trail_limit, budget)
         """What is handed on and not acknowledged yet, and whether the relay waits for it."""
         self._holds = Holds()
         """The connections waiting for the recording, and those that shed."""
@@ -290,7 +298,7 @@ class ObserverLink(LinkTrail):
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
     def _handed_on(self, conn: int, size: int, t: float, from_client: bool = False) -> None:
-        if self.writer.waiting:
+        if self.writer.waiting or self.writer.unrung:
             self._room_wanted.set()
         if self.ledger.add(self.writer.handed, conn, size, t, from_client):
             self._holds.handed_on(t)
@@ -340,9 +348,9 @@ class ObserverLink(LinkTrail):
         followed = self.connections
         if followed is None:
             raise RuntimeError("the connections were not followed: nothing to resume")
-        self.writer = HandoffWriter(fd, self.writer.backlog)
+        self.writer = self.make_writer(fd)
         self.stopped = False
-        self.ledger = Ledger(self.now, self.trail_limit)
+        self.ledger = Ledger(self.now, self.trail_limit, self.budget)
         self.ledger.acked_at = self.now()
         resumption, t = followed.hand_over(self.writer, seq, self._routes_down.now(), self.now)
         self._handed_on(0, self.writer.handed, t)
@@ -355,12 +363,32 @@ class ObserverLink(LinkTrail):
         other records."""
         if self.stopped:
             return
-        self.writer.event(Kind.SESSION_END, 0, 0, self.now(), reason)
+        try:
+            self.writer.event(Kind.SESSION_END, 0, 0, self.now(), reason)
+        except Exception as exc:  # a spool that takes no more (spool.py): as in `data`
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
+        self.writer.ring()
+
+    def leave_spool(self, backlog: int = BACKLOG) -> None:
+        """The spool is full (spool.py): its last record says so, and the records go on
+        through the pipe (``backlog`` bytes may wait for room there), counted on from the
+        spool's; the relay waits for the recording as without a spool (the trail's bounds,
+        the stall watch's limit)."""
+        spooled = self.writer
+        spooled.event(Kind.SPOOL_FULL, 0, 0, self.now())
+        spooled.ring()
+        self.make_writer = lambda pipe: HandoffWriter(pipe, backlog)
+        self.writer = self.make_writer(spooled.pipe_fd)
+        self.writer.handed = spooled.handed
+        self.budget = self.ledger.budget = None
+        self.stall_limit = STALL_LIMIT
 
     async def keep_flushing(self) -> None:
-        """Until cancelled: when records wait for room, write them as the pipe takes them."""
+        """Until cancelled: when records wait for room, write them as the pipe takes them;
+        after each batch of records written to a spool, ring its doorbell (spool.py)."""
         while not self.gone:
             if not self.writer.waiting:
+                self.writer.ring()
                 await self._room_wanted.wait()
                 self._room_wanted = trio.Event()
                 continue

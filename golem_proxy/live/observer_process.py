@@ -28,8 +28,9 @@ drew it is gone without giving it back.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import os
+import pickle
 import socket
 from typing import Callable, Optional
 
@@ -58,6 +59,8 @@ from .observer_launch import (
 )
 from .observer_link import ObserverLink
 from .observer_restart import Restarts
+from .spool import SPOOL_STALL, SpoolFile, SpoolWriter
+from .spool_end import SpoolProgress, wait_while_recording
 from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
@@ -118,6 +121,8 @@ class ObservingProcess(Restarts):
         link follows the frames for whether a request waits (idle_fin.py), even once no
         restart will come."""
         self._control_reader = ControlReader(self.echoes)
+        self.spool: Optional[SpoolFile] = None
+        """With ``--observer-spool``: the file the records go through (spool.py)."""
         link.on_give_up = self._give_up
         link.on_learned = self.echoes.add_all
 
@@ -128,22 +133,48 @@ class ObservingProcess(Restarts):
         record: Optional[RecordingFile],
         now: Callable[[], float],
         stdout: Optional[int] = None,
+        spool: Optional[SpoolFile] = None,
     ) -> ObservingProcess:
         """Start the observing process and wait until it is ready; its log goes to ``stdout``
-        (a descriptor; None: ours). A process that dies is replaced up to
+        (a descriptor; None: ours); with ``spool``, the records go through it (spool.py; the
+        caller removes it if this fails). A process that dies is replaced up to
         ``setup.options.observer_restarts`` times. Raises ObserverStartError."""
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
         terminal = SavedTerminal.take() if setup.tui else None
         try:
-            spawned = await launch(setup, record, stdout)
+            if spool is not None:
+                # What `golem-proxy recover` decodes the spool with, should the session be
+                # killed: the setup, and where the recording stands as this process starts.
+                spool.begin(pickle.dumps(setup, pickle.HIGHEST_PROTOCOL))
+                if record is not None:
+                    spool.mark_recorded(record.write_fd)
+            spawned = await launch(setup, record, stdout, -1 if spool is None else spool.read_fd)
         except BaseException:
             if terminal is not None:  # it may have drawn its TUI before it failed
                 terminal.give_back()
             raise
-        link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
+        if spool is None:
+            link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
+        else:
+            spool.close_read()
+            link = ObserverLink(
+                spawned.write_fd,
+                now,
+                hold_limit=setup.options.observer_hold,
+                stall_limit=SPOOL_STALL,
+                # The spool's descriptor of the moment: a restart renews it.
+                make_writer=lambda doorbell: SpoolWriter(
+                    spool.write_fd,
+                    doorbell,
+                    setup.options.spool_limit,
+                    lambda: observing.spool_full(),
+                ),
+                budget=setup.options.spool_limit,
+            )
         link.marks_arrivals = bool(setup.layers)  # an MCP hop: its tool calls are decided so
         observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
         observing.terminal = terminal
+        observing.spool = spool
         observing.holds_fins = not get_profile(setup.profile).clients_read_past_answers
         restarts = setup.options.observer_restarts
         if restarts > 0:
@@ -275,26 +306,44 @@ class ObservingProcess(Restarts):
             )
             self._close(ended)
             return
+        progress = SpoolProgress(self.link.acked) if self.spool is not None else None
         async with trio.open_nursery() as nursery:
             if self.control.fileno() >= 0:
                 # Nothing else reads the control socket now: a process that tells of values
                 # it learns while it decodes what is left must not block on a full socket.
                 # (Stopped before the socket is closed, which a read must never wait on.)
-                nursery.start_soon(HealthWatch.discard_control, self.control, self._control_reader)
-            await self._finish_process(handing_on, deciding, ended)
+                if progress is not None:
+                    nursery.start_soon(progress.read, self.control, self._control_reader)
+                else:
+                    nursery.start_soon(
+                        HealthWatch.discard_control, self.control, self._control_reader
+                    )
+            await self._finish_process(handing_on, deciding, ended, progress)
             nursery.cancel_scope.cancel()
         self._close(ended)
 
     async def _finish_process(
-        self, handing_on: float, deciding: float, ended: Optional[str]
+        self,
+        handing_on: float,
+        deciding: float,
+        ended: Optional[str],
+        progress: Optional[SpoolProgress] = None,
     ) -> None:
+        handed = self.link.writer.handed
         if not self.link.gone:
             if ended is not None:
                 self.link.end_session(ended)
             await self.link.flush_within(handing_on)
+            handed = self.link.writer.handed
         self._close_pipe()
-        with trio.move_on_after(deciding + STOP_GRACE):
-            code = await self.process.wait()
+        code: Optional[int] = None
+        if progress is not None:
+            # However far it trails, as long as it moves on: the spool holds every record.
+            code = await wait_while_recording(self.process, progress, handed, deciding + STOP_GRACE)
+        else:
+            with trio.move_on_after(deciding + STOP_GRACE):
+                code = await self.process.wait()
+        if code is not None:
             if code != 0:
                 self._give_terminal_back()
                 if self._ended_in_order():
@@ -325,6 +374,25 @@ class ObservingProcess(Restarts):
         self._give_terminal_back()
         self._close_pipe()
         self.control.close()
+        if self.spool is not None:
+            self.spool.remove()
+
+    def spool_full(self) -> None:
+        """The spool reached ``--spool-limit``: the session goes on as without
+        ``--observer-spool`` (the records through the pipe, the relay waiting for the
+        recording as without a spool), and the spool, no longer a whole session, goes."""
+        if self.spool is None or self.setup is None:
+            return
+        self.link.leave_spool()
+        self.spool.remove()
+        self.spool = None
+        self.setup = dataclasses.replace(self.setup, spool=False)  # for a restart
+        limit = self.setup.options.spool_limit / (1024 * 1024)
+        say(
+            f"the spool is full (--spool-limit {limit:g} MiB): the session goes on as without "
+            "--observer-spool (forwarding waits for the recording again; a kill -9 loses at "
+            "most ~100 ms of lines)"
+        )
 
     def _ended_in_order(self) -> bool:
         """The recording ends with the observing process's ``session-end`` line."""
@@ -337,10 +405,7 @@ class ObservingProcess(Restarts):
 
     def _close_pipe(self) -> None:
         self.link.stop()
-        if self.link.writer.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.link.writer.fd)
-            self.link.writer.fd = -1
+        self.link.writer.close()
 
     def _close(self, ended: Optional[str] = None) -> None:
         """Close what this process holds; when the session ended in order (``ended``) after
@@ -348,6 +413,8 @@ class ObservingProcess(Restarts):
         observing process writes it any more; the counts are that process's, not known
         here)."""
         self.control.close()
+        if self.spool is not None:  # read to its end, or by a process that is gone
+            self.spool.remove()
         if self.record is None:
             return
         if ended is not None and self.stopped_reason is not None and not self.record.closed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import pickle
 import socket
 from typing import Callable, Optional
 
@@ -21,6 +22,7 @@ from .link_gone import said
 from .log_output import say
 from .observer_launch import ObserverSetup, ObserverStartError, Spawned, launch, spawn, take_over
 from .observer_link import ObserverLink
+from .spool import SpoolFile
 
 __all__ = ["STANDBY_SETTLED", "Restarts"]
 
@@ -50,6 +52,7 @@ class Restarts:
     _control_reader: ControlReader
     _close_pipe: Callable[[], None]
     _give_terminal_back: Callable[[], None]
+    spool: Optional[SpoolFile]
     observation_stopped: Callable[[str], None]
 
     async def _keep_standby(self) -> None:
@@ -112,14 +115,26 @@ class Restarts:
         )
         standby, self._standby = self._standby, None
         try:
+            spool_fd = -1
+            if self.spool is not None:
+                # A spool of its own, from the RESUME record on: what the dead one did not
+                # read is a gap, as without a spool.
+                try:
+                    self.spool.renew()
+                    self.spool.begin(pickle.dumps(setup, pickle.HIGHEST_PROTOCOL))
+                except OSError as exc:
+                    raise ObserverStartError(f"its spool could not be made: {exc}") from None
+                spool_fd = self.spool.read_fd
             spawned = None
             if standby is not None:
                 with contextlib.suppress(ObserverStartError):  # it died waiting: start another
-                    await take_over(standby, setup)
+                    await take_over(standby, setup, spool_fd)
                     spawned = standby
             if spawned is None:
                 self._give_terminal_back()  # a standby that failed may have drawn its TUI
-                spawned = await launch(setup, self.record, self.stdout)
+                spawned = await launch(setup, self.record, self.stdout, spool_fd)
+            if self.spool is not None:
+                self.spool.close_read()
         except ObserverStartError as exc:
             self._give_terminal_back()
             self._replacing = None
@@ -151,6 +166,10 @@ class Restarts:
         self._control_reader = ControlReader(self.echoes)
         self._given_up = None
         self._replacing = None
+        if self.spool is not None and self.record is not None and not self.record.closed:
+            # After this process's own line: the new one writes from here.
+            with contextlib.suppress(OSError):  # then `recover` cannot take this spool up
+                self.spool.mark_recorded(self.record.write_fd)
         self.link.resume(spawned.write_fd, seq)
         if not setup.tui:  # the TUI says it above its table; a line here would cross its screen
             say(

@@ -24,6 +24,7 @@ dies, and decoding what is left takes at most the drain timeout.
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 import signal
 import socket
@@ -43,7 +44,7 @@ from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
 from .log_output import CLOSE_TIMEOUT, MCP_CLOSE_TIMEOUT, TerminalOutput, print_closing
-from .observer_launch import TUI_AHEAD, ObserverSetup
+from .observer_launch import SPOOL_FD, TUI_AHEAD, ObserverSetup
 from .proxy_options import new_tap
 from .session import ProxySession, SessionConfig
 
@@ -59,6 +60,8 @@ LENGTH = struct.Struct("!I")
 """The setup's length before it, on the control socket."""
 
 
+SPOOL_NICE = 10
+"""How much lower this process runs when it reads a spool (`ObserverSetup.spool`)."""
 SWITCH_INTERVAL = 0.001
 """The interpreter's thread switch interval in this process (Python's default is 5 ms). The
 decoding thread, the recorder's writer thread (whose writes the acknowledgements wait for)
@@ -87,6 +90,17 @@ def receive_setup(control: socket.socket) -> ObserverSetup:
     return setup
 
 
+def receive_spool(control: socket.socket) -> int:
+    """The spool's descriptor, which follows the setup when it says so (`SPOOL_FD`). Raises
+    EOFError when it does not come."""
+    message, fds, _, _ = socket.recv_fds(control, 1, 1)
+    if message != SPOOL_FD or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise EOFError("no spool came with the setup")
+    return fds[0]
+
+
 def _receive_exactly(sock: socket.socket, size: int) -> bytes:
     data = bytearray()
     while len(data) < size:
@@ -105,11 +119,21 @@ async def observe(
     prepare: Callable[[ProxySession], None] = lambda session: None,
     record_read_fd: int = -1,
     on_ready: Callable[[], None] = lambda: None,
+    spool_fd: int = -1,
+    recovered: Optional[str] = None,
 ) -> str:
     """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
     runs: the TUI attaches its sink there; ``on_ready`` is called once the forwarding process
-    is told it is ready); returns its closing line."""
+    is told it is ready); returns its closing line. ``recovered`` (`golem-proxy recover`): the
+    session-end line says it, and ends the recording also when the records end without one."""
     profile = config.profile
+
+    def ended(t: float, reason: str) -> None:
+        session.stop(reason if recovered is None else f"{reason}; {recovered}", t=t)
+
+    def unended(t: float) -> None:
+        assert recovered is not None
+        session.stop(recovered, t=t)
 
     def source(hub: EventHub) -> HandoffSource:
         acknowledger = Acknowledger(control)
@@ -124,10 +148,12 @@ async def observe(
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
             setup.taking_over,
-            on_end=lambda t, reason: session.stop(reason, t=t),
+            on_end=ended,
             # The requests in flight it takes up count for the closing line, as if seen here.
             held_again=lambda requests: session.tally.held_again(requests),
             ack_at_once=acknowledger.at_once,
+            spool_fd=spool_fd,
+            on_unended=None if recovered is None else unended,
         )
         if handoff.redactor is not None:
             # Before any frame: what the processes before learned is hidden from the first one
@@ -169,9 +195,9 @@ def session_config(
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Observe one session (see the module docstring); returns the exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Not niced: the relay waits for this process when the recording trails the wire
-    # (observer_link.py), so a lower priority slows forwarding too (kill -9 lag at load 5:
-    # median 35 ms, worst 119 ms niced by 10; 17 and 27 ms not niced).
+    # Not niced (but reading a spool, below): the relay waits for this process when the
+    # recording trails the wire (observer_link.py), so a lower priority slows forwarding too
+    # (kill -9 lag at load 5: median 35 ms, worst 119 ms niced by 10; 17 and 27 ms not niced).
     args = list(argv or sys.argv[1:])
     pipe_fd, control_fd, record_fd, record_read_fd = (int(arg) for arg in args[:4])
     if args[4:] == [TUI_AHEAD]:
@@ -183,18 +209,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     control = socket.socket(fileno=control_fd)
     try:
         setup = receive_setup(control)
+        spool_fd = receive_spool(control) if setup.spool else -1
     except EOFError:
         return 1
+    if setup.spool:
+        # Nothing waits for this process now (spool.py): it may leave the cores to forwarding
+        # under load, and catch up once the load is gone.
+        os.nice(SPOOL_NICE)
     if setup.tui:  # this process owns the terminal: the TUI shows what the log would
         from ..tui.observing_process import observe_with_tui
 
         config = session_config(setup, record_fd)
-        return observe_with_tui(config, setup, pipe_fd, control, record_read_fd)
+        return observe_with_tui(config, setup, pipe_fd, control, record_read_fd, spool_fd)
     output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
     config = session_config(setup, record_fd, output.console())
     try:
         summary = trio.run(
-            functools.partial(observe, record_read_fd=record_read_fd),
+            functools.partial(observe, record_read_fd=record_read_fd, spool_fd=spool_fd),
             config,
             setup,
             pipe_fd,

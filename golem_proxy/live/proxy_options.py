@@ -19,6 +19,7 @@ from .intercept import InterceptEngine
 from .link_holds import HOLD_LIMIT
 from .observer import DEFAULT_BUDGET
 from .redact import Redactor
+from .spool import SPOOL_LIMIT
 from .tap import Annotator, ConnectionTap, ObserveLimits
 
 __all__ = ["BoundRoute", "ProxyOptions", "new_tap"]
@@ -55,6 +56,13 @@ class ProxyOptions:
     observer_restarts: int = RESTARTS
     """With ``--observer child-process``: how many times a session replaces an observing
     process that died (``--observer-restarts``; observer_process.py)."""
+    observer_spool: bool = False
+    """With ``--observer child-process`` and a recording: hand the records on through a file
+    beside the recording (``--observer-spool``, spool.py), forwarding without waiting for
+    observation."""
+    spool_limit: int = SPOOL_LIMIT
+    """With ``observer_spool``: the spool's bytes not recorded yet past which forwarding waits
+    for the recording (``--spool-limit``)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
     """What one connection's inspection may hold (``--observe-frame-limit``)."""
     annotate: Optional[Annotator] = None

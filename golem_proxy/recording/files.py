@@ -24,6 +24,7 @@ from typing import IO, Optional
 from golem_core.regular_files import NotARegularFile, file_kind, open_regular
 
 from .schema import RecordingError
+from .spool_left import say_spool_left
 
 __all__ = [
     "NotARegularFile",
@@ -44,11 +45,15 @@ def open_recording(path: str) -> IO[bytes]:
     """Open ``path`` for reading if it is a regular file (a symlink to one is fine).
 
     Raises RecordingError naming the file when it is a FIFO, a device, a socket or a
-    directory, without ever blocking on it; OSError as the OS reports otherwise."""
+    directory, without ever blocking on it; OSError as the OS reports otherwise. A spool left
+    beside it by a killed session is said on stderr (`say_spool_left`)."""
     try:
-        return open_regular(path)
+        stream = open_regular(path)
     except NotARegularFile as exc:
         raise RecordingError(f"is {exc.kind}, not a recording file", path=path) from None
+    # Every reader opens it here: a spool left beside it by a killed session is said at once.
+    say_spool_left(path, stream.fileno())
+    return stream
 
 
 def _refuse_foreign(fd: int, path: str) -> None:

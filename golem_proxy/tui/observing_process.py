@@ -105,6 +105,7 @@ def observe_with_tui(
     pipe_fd: int,
     control: socket.socket,
     record_read_fd: int = -1,
+    spool_fd: int = -1,
 ) -> int:
     """Run the TUI over the session until the user quits it or the session ends, then print
     the session's closing line on stderr. Returns the exit code (1: the session failed).
@@ -170,7 +171,14 @@ def observe_with_tui(
             try:
                 summaries.append(
                     await observe(
-                        config, setup, pipe_fd, control, attach, record_read_fd, on_ready=on_ready
+                        config,
+                        setup,
+                        pipe_fd,
+                        control,
+                        attach,
+                        record_read_fd,
+                        on_ready=on_ready,
+                        spool_fd=spool_fd,
                     )
                 )
             finally:  # the session is over: so is reading back what came before it

@@ -1,0 +1,286 @@
+"""The spool (``--observer-spool``): forwarding that never waits for observation.
+
+With ``--observer child-process`` the forwarding process hands every chunk through a pipe and
+holds a connection's relay while the recording trails the wire (observer_link.py): that keeps
+a ``kill -9`` of everything to ~100 ms of lost lines, and paces forwarding at the observing
+process's speed. With the spool the same handoff records (handoff.py, spliced bodies included)
+go to a regular file beside the recording, ``<recording>.spool``, instead: a write to a file
+never waits for a reader, so the bytes are on their way to disk at once, and the relay waits
+only when the observing process trails by more than the spool's budget (``--spool-limit``:
+`Ledger.budget`). The observing process reads the file from its own descriptor, from the
+start, in order, and decodes exactly what it would have read from the pipe; the pipe stays, as
+a doorbell (`SpoolWriter.ring`: one byte after each batch, never waited for) and as the sign
+that the forwarding process is done (its end of file).
+
+The forwarding side: `SpoolFile` (the file, created as a recording is: 0600, no symlink
+followed) and `SpoolWriter`. The observing side: `SpoolRecords`. The session's end:
+`SpoolProgress`, `wait_while_recording` (spool_end.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Callable, Optional, Union
+
+from ..recording.files import open_private
+from ..recording.spool_left import SPOOL_SUFFIX
+from . import kernel_pipes
+from .handoff import HandoffWriter
+from .handoff_reader import PipeRecords, RecordReader
+from .spool_header import mark_recorded, read_header, write_header
+
+__all__ = [
+    "SPOOL_LIMIT",
+    "SPOOL_STALL",
+    "SPOOL_SUFFIX",
+    "SpoolFile",
+    "SpoolRecords",
+    "SpoolWriter",
+    "spool_path",
+]
+
+SPOOL_LIMIT = 2 * 1024 * 1024 * 1024
+"""Bytes of records a spool may hold (``--spool-limit``): past them the session goes on as
+without a spool (`SpoolWriter.on_full`); the observing process may leave as many
+unacknowledged before the relay waits for it."""
+SPOOL_STALL = 60.0
+"""Seconds without an acknowledgement moving on, while something is outstanding, after which
+an observing process reading a spool counts as stuck (`ObserverLink.stall_limit`): niced, on
+a busy machine, it may go a while without the CPU, and nothing waits for it meanwhile."""
+
+
+def spool_path(record_path: str) -> str:
+    """The spool beside the recording ``record_path``."""
+    return record_path + SPOOL_SUFFIX
+
+
+class SpoolFile:
+    """The spool of one observing process: written here (``write_fd``), read by it from a
+    descriptor of its own (``read_fd``, handed over at its start). A new observing process
+    that takes over from a dead one gets a new spool (`renew`)."""
+
+    def __init__(self, path: str, write_fd: int, read_fd: int) -> None:
+        self.path = path
+        self.write_fd = write_fd
+        self.read_fd = read_fd
+
+    @classmethod
+    def create(cls, path: str, *, overwrite: bool = False) -> SpoolFile:
+        """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
+        ``overwrite`` it must not exist). Raises OSError."""
+        with open_private(path, overwrite=overwrite) as stream:
+            write_fd = os.dup(stream.fileno())
+        try:
+            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            written, read = os.fstat(write_fd), os.fstat(read_fd)
+            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
+                os.close(read_fd)
+                raise OSError(f"{path}: replaced while it was being opened")
+        except BaseException:
+            os.close(write_fd)
+            raise
+        return cls(path, write_fd, read_fd)
+
+    def begin(self, setup: bytes) -> None:
+        """Write the spool's header (spool_header.py) for the process started with ``setup``
+        (pickled), before it starts. Raises OSError."""
+        write_header(self.write_fd, setup)
+
+    def mark_recorded(self, record_fd: int) -> None:
+        """Note in the header the size the recording (open on ``record_fd``) has now, just
+        before the process is fed its first record: where `golem-proxy recover` cuts a copy of
+        the recording to decode the spool onto. Raises OSError."""
+        mark_recorded(self.write_fd, os.fstat(record_fd).st_size)
+
+    def close_read(self) -> None:
+        """The observing process has its own descriptor now: close ours."""
+        self.read_fd = _closed(self.read_fd)
+
+    def renew(self) -> None:
+        """Start again with an empty spool (a new observing process takes over: what the dead
+        one did not read is a gap, as without a spool). Raises OSError."""
+        self.remove()
+        fresh = SpoolFile.create(self.path)
+        self.write_fd, self.read_fd = fresh.write_fd, fresh.read_fd
+
+    def remove(self) -> None:
+        """Close it and take it off the disk."""
+        self.write_fd = _closed(self.write_fd)
+        self.read_fd = _closed(self.read_fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def _closed(fd: int) -> int:
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return -1
+
+
+class SpoolWriter(HandoffWriter):
+    """A `HandoffWriter` whose records go to the spool's file, whole at once (a file takes
+    every write: nothing waits for room, nothing is lost for want of it), and whose reader is
+    told of them through the ``doorbell`` pipe (`ring`). A write that fails (the disk full)
+    raises, so that the link stops the observing process rather than leave a hole in the
+    spool it reads."""
+
+    def __init__(
+        self,
+        spool_fd: int,
+        doorbell: int,
+        limit: Optional[int] = None,
+        on_full: Optional[Callable[[], None]] = None,
+    ) -> None:
+        super().__init__(spool_fd, 0)
+        os.set_blocking(doorbell, False)
+        self.doorbell = doorbell
+        self.limit = limit
+        """The bytes of records the spool may hold (``--spool-limit``); None: no bound."""
+        self.on_full = on_full
+        """Called once, after a batch, when the spool holds more than ``limit``: the link
+        goes back to the pipe (`ObserverLink.leave_spool`)."""
+
+    @property
+    def pipe_fd(self) -> int:
+        return self.doorbell
+
+    def ring(self) -> None:
+        """One byte on the doorbell when records were written since the last: the observing
+        process, waiting at the spool's end, reads on. A full doorbell has bytes for it
+        already; a broken one belongs to a process whose death its watch sees."""
+        if not self.unrung or self.doorbell < 0:
+            return
+        self.unrung = False
+        with contextlib.suppress(OSError):
+            os.write(self.doorbell, b"\0")
+        if self.on_full is not None and self.limit is not None and self.handed > self.limit:
+            on_full, self.on_full = self.on_full, None
+            on_full()
+
+    def close(self) -> None:
+        """Close the doorbell (the observing process reads the spool to its end, then ends).
+        The spool's descriptor is its `SpoolFile`'s to close."""
+        self.on_full = None  # the end: nothing more to hand on, whatever its size
+        self.ring()
+        self.doorbell = _closed(self.doorbell)
+        self.fd = -1
+
+    def _write_data(self, header: bytes, data: Union[bytes, memoryview]) -> bool:
+        if self.gone:
+            return False
+        written = os.writev(self.fd, (header, data))
+        if written < len(header) + len(data):  # interrupted, or the disk filled up
+            rest = (memoryview(header + bytes(data)))[written:]
+            self._write_some(rest)
+        self.unrung = True
+        return True
+
+    def _write_some(self, view: memoryview) -> int:
+        if self.gone:
+            return 0
+        done = 0
+        while done < len(view):
+            written = os.write(self.fd, view[done:])
+            if not written:
+                raise OSError("the spool took no bytes")
+            done += written
+        self.unrung = True
+        return done
+
+    def _splice_some(self, source: int, size: int) -> int:
+        moved = 0
+        while moved < size and not self.gone:
+            step = kernel_pipes.splice(source, self.fd, size - moved)
+            if not step:
+                raise OSError("the spool took no bytes")
+            moved += step
+        self.unrung = True
+        return moved
+
+
+class SpoolRecords(PipeRecords):
+    """Reads the spool into a `RecordReader` as `PipeRecords` reads a pipe: at the spool's end
+    for now, it waits on the doorbell (`wait_fd`), and the spool ends when the doorbell does
+    (the forwarding process closed it once it wrote the last record)."""
+
+    def __init__(self, spool_fd: int, doorbell: int, reader: RecordReader) -> None:
+        super().__init__(spool_fd, reader)
+        # The records begin after the header, written whole before this process started.
+        os.lseek(spool_fd, read_header(spool_fd).records_start, os.SEEK_SET)
+        self.wait_fd = doorbell
+        self._rung_out = False
+        """The doorbell ended: what the spool holds now is all there will be."""
+        self._left = False
+        """The spool's last record was read (`Kind.SPOOL_FULL`): the records go on in the
+        pipe, after the doorbell's bytes."""
+        self._early = bytearray()
+        """Records read from the pipe while emptying the doorbell, before the spool's last
+        record was (they follow it)."""
+        self._on_records = False
+        """The pipe's doorbell bytes are behind: what it holds now is records."""
+
+    def leave(self) -> None:
+        """The spool ended full (`Kind.SPOOL_FULL`): read on from the pipe."""
+        self._left = True
+
+    def read(self) -> tuple[int, bool]:
+        """Read what the spool has next. Returns how many bytes were read (0: the session's
+        records are all read) and whether they belong to a large frame's body. Raises
+        BlockingIOError when the spool has nothing now (wait on `wait_fd`)."""
+        if self._left:
+            return self._read_pipe()
+        got, bulk = super().read()
+        if got:
+            return got, bulk
+        # At the end for now. The doorbell is emptied first, then the spool read again: a
+        # record written after that read is rung after the emptying, so the wait sees it.
+        if not self._rung_out:
+            self._rung_out = self._empty_doorbell()
+            got, bulk = super().read()
+            if got:
+                return got, bulk
+        if self._rung_out:
+            return 0, False
+        raise BlockingIOError
+
+    def _empty_doorbell(self) -> bool:
+        """Read the doorbell empty; True when it ended. Records behind its bytes (the spool
+        ended full meanwhile) are kept for `_read_pipe`."""
+        while True:
+            try:
+                rung: Optional[bytes] = os.read(self.wait_fd, 4096)
+            except BlockingIOError:
+                return False
+            if not rung:
+                return True
+            self._early += self._past_doorbell(rung)
+
+    def _past_doorbell(self, data: bytes) -> bytes:
+        """``data`` read from the pipe without the doorbell's bytes before the first record
+        (no record's first byte, its kind, is 0)."""
+        if self._on_records:
+            return data
+        records = data.lstrip(b"\0")
+        self._on_records = bool(records)
+        return records
+
+    def _read_pipe(self) -> tuple[int, bool]:
+        """After the spool's last record: the pipe's records, as `PipeRecords` reads them."""
+        if self._early:
+            early, self._early = bytes(self._early), bytearray()
+            self.reader.receive_data(early)
+            return len(early), False
+        if self._rung_out:
+            return 0, False
+        if self._on_records:
+            self.fd = self.wait_fd
+            return PipeRecords.read(self)
+        chunk = os.read(self.wait_fd, 4096)  # BlockingIOError: nothing now
+        if not chunk:
+            return 0, False
+        records = self._past_doorbell(chunk)
+        if records:
+            self.reader.receive_data(records)
+        return len(chunk), False
