@@ -23,7 +23,7 @@ import contextlib
 import os
 from typing import Callable, Optional, Union
 
-from ..recording.files import open_private
+from ..recording.files import open_private, read_side
 from ..recording.spool_left import SPOOL_SUFFIX
 from . import kernel_pipes
 from .handoff import HandoffWriter
@@ -72,11 +72,7 @@ class SpoolFile:
         with open_private(path, overwrite=overwrite) as stream:
             write_fd = os.dup(stream.fileno())
         try:
-            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            written, read = os.fstat(write_fd), os.fstat(read_fd)
-            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
-                os.close(read_fd)
-                raise OSError(f"{path}: replaced while it was being opened")
+            read_fd = read_side(path, write_fd)
         except BaseException:
             os.close(write_fd)
             raise

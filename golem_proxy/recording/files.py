@@ -36,6 +36,7 @@ __all__ = [
     "open_regular",
     "private_temp_file",
     "put_in_place",
+    "read_side",
     "replacing",
     "write_private",
 ]
@@ -98,6 +99,18 @@ def open_beside(path: str, *, overwrite: bool = False) -> tuple[IO[bytes], Optio
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     return os.fdopen(fd, "wb"), temp
+
+
+def read_side(path: str, write_fd: int) -> int:
+    """A descriptor reading ``path``, the very file ``write_fd`` writes (opened without
+    following a symlink, and checked to be the same file: one renamed in between is refused).
+    Raises OSError."""
+    read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    written, read = os.fstat(write_fd), os.fstat(read_fd)
+    if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
+        os.close(read_fd)
+        raise OSError(f"{path}: replaced while it was being opened")
+    return read_fd
 
 
 def put_in_place(temp: str, path: str) -> None:

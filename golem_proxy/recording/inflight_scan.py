@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -46,7 +46,9 @@ __all__ = [
     "NOTHING",
     "READ_LIMIT",
     "InFlight",
+    "blocks_back",
     "in_flight",
+    "line_end",
 ]
 
 BLOCK = 1 << 20
@@ -155,16 +157,12 @@ def in_flight(
     if not conns:
         return {}
     found = {conn: _Found() for conn in conns}
-    end = _end(fd)
+    end = line_end(fd, block)
     pattern = _pattern(conns, methods)
-    pos, carry, looked, left = end, b"", 0, len(found)
-    while pos > 0 and left and end - pos < look_back and looked < look_back_frames:
-        size = min(block, pos)
-        start = pos - size
-        data = os.pread(fd, size, start)
-        if len(data) != size:  # the file shrank under the scan: what is left is unsure
+    looked, left = 0, len(found)
+    for start, data in blocks_back(fd, end, look_back, block):
+        if not left or looked >= look_back_frames:
             break
-        data += carry
         for match in reversed(list(pattern.finditer(data))):
             looked += 1
             conn = found.get(int(match.group(2)))
@@ -172,26 +170,45 @@ def in_flight(
                 continue
             if _note(conn, match, data, start):
                 left -= 1
-        newline = data.find(b"\n")
-        carry = data[: newline if newline >= 0 else HEAD_LIMIT][:HEAD_LIMIT]
-        pos = start
     return {
         number: _decoded(fd, number, conn, conns[number], end) for number, conn in found.items()
     }
 
 
-def _end(fd: int) -> int:
+def line_end(fd: int, block: int = BLOCK) -> int:
     """Where the file's last complete line ends (what follows it is being written, or was
     cut short)."""
     pos = os.fstat(fd).st_size
-    size = HEAD_LIMIT
+    size = min(HEAD_LIMIT, block)
     while pos > 0:
         start = max(0, pos - size)
         newline = os.pread(fd, pos - start, start).rfind(b"\n")
         if newline >= 0:
             return start + newline + 1
-        pos, size = start, BLOCK
+        pos, size = start, block
     return 0
+
+
+def blocks_back(
+    fd: int, end: int, look_back: int, block: int = BLOCK
+) -> Iterator[tuple[int, bytes]]:
+    """The file's bytes before ``end``, a block at a time from the end backwards, at most
+    ``look_back`` of them: each ``(start, data)``, ``data`` the block read at ``start`` with
+    the start of the line it cut short after it (up to `HEAD_LIMIT`), so that a line's first
+    members are whole in the block where it starts. Stops where the file shrank under the
+    scan (what is left is unsure)."""
+    pos, carry = end, b""
+    while pos > 0 and end - pos < look_back:
+        size = min(block, pos)
+        start = pos - size
+        data = os.pread(fd, size, start)
+        if len(data) != size:
+            return
+        data += carry
+        yield start, data
+        newline = data.find(b"\n")
+        carry = data[: newline if newline >= 0 else HEAD_LIMIT][:HEAD_LIMIT]
+        pos = start
 
 
 def _note(conn: _Found, match: re.Match[bytes], data: bytes, start: int) -> bool:

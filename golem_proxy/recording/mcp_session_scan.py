@@ -28,7 +28,7 @@ from golem_core.messages import Response
 from golem_core.profiles import MCP
 
 from ..events import FrameSeen
-from .inflight_scan import BLOCK, HEAD_LIMIT, LOOK_BACK
+from .inflight_scan import BLOCK, LOOK_BACK, blocks_back, line_end
 from .line_events import LineDecoder
 from .schema import RecordingError
 
@@ -130,23 +130,15 @@ def mcp_known(
     sessions ``conns`` on ``route`` and of the tools listed there; see the module docstring.
     An unfinished last line is ignored. Raises OSError."""
     scan = _Scan(conns)
-    end = _end(fd, block)
+    end = line_end(fd, block)
     pattern = _pattern(route)
-    pos, carry = end, b""
-    while pos > 0 and not scan.done and end - pos < look_back:
-        size = min(block, pos)
-        start = pos - size
-        data = os.pread(fd, size, start)
-        if len(data) != size:  # the file shrank under the scan: what is left is unsure
-            break
-        data += carry
+    for start, data in blocks_back(fd, end, look_back, block):
         for match in reversed(list(pattern.finditer(data))):
             _note(scan, match, start)
             if scan.done:
                 break
-        newline = data.find(b"\n")
-        carry = data[: newline if newline >= 0 else HEAD_LIMIT][:HEAD_LIMIT]
-        pos = start
+        if scan.done:
+            break
     tools = None
     if scan.listing_at is not None and scan.listing_at >= 0:
         tools = _listing(fd, scan.listing_at, end)
@@ -185,18 +177,6 @@ def _number(text: bytes) -> Optional[float]:
         return float(text)
     except ValueError:
         return None
-
-
-def _end(fd: int, block: int) -> int:
-    """Where the file's last complete line ends."""
-    pos = os.fstat(fd).st_size
-    while pos > 0:
-        start = max(0, pos - block)
-        newline = os.pread(fd, pos - start, start).rfind(b"\n")
-        if newline >= 0:
-            return start + newline + 1
-        pos = start
-    return 0
 
 
 def _listing(fd: int, at: int, end: int) -> Optional[Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import IO, Optional
 
 from ..events import SessionEnded
-from .files import discard_beside, open_beside, put_in_place
+from .files import discard_beside, open_beside, put_in_place, read_side
 from .schema import KIND_MEMBERS, SESSION_END_KIND, dumps
 
 __all__ = [
@@ -82,11 +82,7 @@ class RecordingFile:
             write_fd = os.dup(stream.fileno())
         opened = path if temp is None else temp
         try:
-            read_fd = os.open(opened, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            written, read = os.fstat(write_fd), os.fstat(read_fd)
-            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
-                os.close(read_fd)
-                raise OSError(f"{path}: replaced while it was being opened")
+            read_fd = read_side(opened, write_fd)
         except BaseException:
             os.close(write_fd)
             if temp is not None:
