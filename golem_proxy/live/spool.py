@@ -23,12 +23,13 @@ import contextlib
 import os
 from typing import Callable, Optional, Union
 
-from ..recording.files import open_private, read_side
+from ..recording.files import read_side
 from ..recording.spool_left import SPOOL_SUFFIX
 from . import kernel_pipes
 from .handoff import HandoffWriter
 from .handoff_reader import PipeRecords, RecordReader
 from .spool_header import mark_recorded, read_header, write_header
+from .spool_place import create_spool, remove_spool
 
 __all__ = [
     "SPOOL_LIMIT",
@@ -60,23 +61,28 @@ class SpoolFile:
     descriptor of its own (``read_fd``, handed over at its start). A new observing process
     that takes over from a dead one gets a new spool (`renew`)."""
 
-    def __init__(self, path: str, write_fd: int, read_fd: int) -> None:
+    def __init__(self, path: str, write_fd: int, read_fd: int, data: Optional[str] = None) -> None:
         self.path = path
         self.write_fd = write_fd
         self.read_fd = read_fd
+        self.data = data
+        """Where its bytes are when ``path`` is a link to them (spool_place.py)."""
 
     @classmethod
     def create(cls, path: str, *, overwrite: bool = False) -> SpoolFile:
-        """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
-        ``overwrite`` it must not exist). Raises OSError."""
-        with open_private(path, overwrite=overwrite) as stream:
+        """Create the spool found at ``path`` (mode 0600, no symlink followed; its bytes on a
+        memory file system when there is one, spool_place.py; without ``overwrite``, ``path``
+        must not exist). Raises OSError."""
+        stream, data = create_spool(path, overwrite=overwrite)
+        with stream:
             write_fd = os.dup(stream.fileno())
         try:
-            read_fd = read_side(path, write_fd)
+            read_fd = read_side(path if data is None else data, write_fd)
         except BaseException:
             os.close(write_fd)
+            remove_spool(path, data)
             raise
-        return cls(path, write_fd, read_fd)
+        return cls(path, write_fd, read_fd, data)
 
     def begin(self, setup: bytes) -> None:
         """Write the spool's header (spool_header.py) for the process started with ``setup``
@@ -98,14 +104,13 @@ class SpoolFile:
         one did not read is a gap, as without a spool). Raises OSError."""
         self.remove()
         fresh = SpoolFile.create(self.path)
-        self.write_fd, self.read_fd = fresh.write_fd, fresh.read_fd
+        self.write_fd, self.read_fd, self.data = fresh.write_fd, fresh.read_fd, fresh.data
 
     def remove(self) -> None:
         """Close it and take it off the disk."""
         self.write_fd = _closed(self.write_fd)
         self.read_fd = _closed(self.read_fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        remove_spool(self.path, self.data)
 
 
 def _closed(fd: int) -> int:

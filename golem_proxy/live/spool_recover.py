@@ -38,6 +38,7 @@ from .observer_launch import ObserverSetup
 from .observing import observe, session_config
 from .spool import spool_path
 from .spool_header import read_header
+from .spool_place import open_spool, remove_spool
 
 __all__ = ["RecoverError", "Recovered", "recover"]
 
@@ -66,9 +67,11 @@ def recover(path: str) -> Recovered:
     spool = spool_path(path)
     quiet_about(path)  # the spool this command is at work on
     try:
-        spool_fd = os.open(spool, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        spool_fd = open_spool(spool)
     except FileNotFoundError:
         raise RecoverError(f"{spool}: no spool beside the recording, nothing to recover") from None
+    except OSError as exc:
+        raise RecoverError(str(exc)) from None
     try:
         return _recover(path, spool, spool_fd)
     finally:
@@ -92,7 +95,7 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
         except ValueError as exc:
             raise RecoverError(f"{spool}: {exc}") from None
         if header.recorded is None:
-            os.unlink(spool)  # the process it was for was fed nothing
+            remove_spool(spool)  # the process it was for was fed nothing
             count = len(_exchanges(path))
             return Recovered(path, count, count, False)
         if os.fstat(record_fd).st_size < header.recorded:
@@ -185,10 +188,10 @@ def _put_in_place(path: str, copy: str, spool: str) -> Recovered:
     count, held = sum(after.values()), sum(before.values())
     if not before - after:
         os.replace(copy, path)
-        os.unlink(spool)
+        remove_spool(spool)
         return Recovered(path, count, held, True)
     root, ext = os.path.splitext(path)
     beside = f"{root}.recovered{ext or '.jsonl'}"
     os.link(copy, beside)  # never over another file (FileExistsError); the copy's name goes
-    os.unlink(spool)
+    remove_spool(spool)
     return Recovered(beside, count, held, False)
