@@ -8,7 +8,9 @@ last line without its newline is looked at before anything is copied: when the r
 it once terminated (an editor stripped the final newline) it is terminated; when it does not
 (a line cut short, which no reader ever took) it is left out, the old file kept beside the new
 one under ``.before-append`` and the caller told. Blank lines are copied and take no number,
-as the reader skips them."""
+as the reader skips them. Two processes appending to one trace (pytest-xdist workers) take
+turns (`trace_lock`), each starting from what the other wrote: otherwise both would start
+from the same old file and the later rename would drop the earlier append."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..events import ExchangeCompleted
 from ..recording.files import open_private, open_recording, replacing
 from ..recording.format import RecordingError, RecordingReader, encode_event
 from ..recording.members import member_number
+from ..recording.trace_lock import TRACE_LOCK_WAIT, trace_lock
 
 __all__ = ["Appended", "append_recording"]
 
@@ -42,14 +45,22 @@ class Appended:
     was left out."""
 
 
-def append_recording(base: str, extra: str) -> Appended:
+def append_recording(base: str, extra: str, *, wait: float = TRACE_LOCK_WAIT) -> Appended:
     """Append the events of ``extra`` to ``base`` (which is created from ``extra`` when it does
-    not exist), via a new file that atomically replaces ``base``. Raises OSError, or
+    not exist), via a new file that atomically replaces ``base``, one process at a time
+    (`trace_lock`: another one's append waited for up to ``wait`` seconds, so neither is
+    lost). Raises OSError (ETIMEDOUT: the wait ran out; nothing is then written), or
     RecordingError naming ``base`` when it is no recording the reader takes (nothing is then
     written)."""
+    with trace_lock(base, wait):
+        return _append(base, extra)
+
+
+def _append(base: str, extra: str) -> Appended:
     if not os.path.exists(base):
-        shutil.copyfile(extra, base)
-        os.chmod(base, 0o600)
+        # Whole or not at all: a replay starting meanwhile reads no half trace.
+        with open(extra, "rb") as stream, replacing(base) as out:
+            shutil.copyfileobj(stream, out)
         with open(extra, "rb") as stream:
             return Appended(sum(1 for _ in RecordingReader(stream)))
     with open_recording(base) as source:

@@ -41,7 +41,9 @@ import pytest
 from ..analysis.trace import TraceError
 from ..analysis.two_layers import read_tool_calls, read_two_layers
 from ..net.addresses import Address, parse_address
+from ..recording.files import replacing
 from ..recording.format import RecordingError
+from ..recording.trace_lock import trace_lock
 from .background import BackgroundReplay
 from .call_follow import CallFollower
 from .call_scope import CallScopes
@@ -280,7 +282,18 @@ def _store(written: str, path: Path) -> None:
             pytrace=False,
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(written, path)  # the temporary file may be on another file system
+    # The temporary file may be on another file system: copied beside the recording and
+    # renamed over it, one writer at a time (`trace_lock`), so two workers recording it at
+    # once leave one whole recording, never one's bytes written over the other's.
+    target = str(path)
+    try:
+        new = replacing(target, overwrite=True)
+        with trace_lock(target), open(written, "rb") as source, new as out:
+            shutil.copyfileobj(source, out)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        text = f"golem_mcp_session: cannot write {path} ({reason}); it is left as it was"
+        pytest.fail(text, pytrace=False)
 
 
 def _strings(value: Any) -> list[str]:

@@ -46,6 +46,7 @@ from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
+from ..recording.trace_lock import trace_lock
 from ..terminal import counted
 from .background import BackgroundReplay
 from .engine import BUILTINS, ReplayEngine, summary
@@ -380,7 +381,8 @@ def _store(
     try:
         if mode == "all":
             if rerecord_failed is None:
-                os.replace(recorded, path)
+                with trace_lock(path):  # not in the middle of another worker's append
+                    os.replace(recorded, path)
         elif engine.report.recorded_new:
             appended = append_recording(path, recorded)
             if appended.left_out is not None:

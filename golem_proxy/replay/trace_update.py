@@ -25,10 +25,11 @@ from ..recording.format import RecordingError, RecordingReader, encode_event
 from ..recording.frame_reading import event_object, read_frame
 from ..recording.frame_skeleton import over_parse_budget
 from ..recording.members import member_number
+from ..recording.trace_lock import trace_lock
 from .diffing import Comparator
 from .large_payloads import with_id
 from .row_numbers import row_label
-from .verify import VerifyResult, recorded_digest
+from .verify import ExchangeCheck, VerifyResult, recorded_digest
 
 __all__ = ["TraceReadsOtherwise", "update_trace"]
 
@@ -65,6 +66,12 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
     checks = {check.number: check for check in result.checks if check.live_payload}
     if any(check.recorded is None for check in checks.values()):
         raise ValueError("update_trace needs a result verified with digests=True")
+    # The file checked is the file rewritten: an append (`--golem-record=new`) waits.
+    with trace_lock(path):
+        return _update(path, checks, comparator)
+
+
+def _update(path: str, checks: dict[int, ExchangeCheck], comparator: Comparator) -> int:
     with open(path, "rb") as stream:
         reader = RecordingReader(stream)
         profile = reader.profile
