@@ -32,7 +32,8 @@ class ProxyAction:
     method: Optional[str] = None
     withheld: bool = False
     """The proxy did not forward the message (a fault's ``error``, ``reset`` before it,
-    ``drop``; an intercepted frame dropped or answered by hand)."""
+    ``drop``; an intercepted frame dropped or answered by hand). A ``delay`` of a message then
+    withheld or cut short says so too: the step that decided it follows (`withholds`)."""
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent), redacted as frames are."""
@@ -48,6 +49,11 @@ class FaultInjected(ProxyAction):
     ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
 
     fault: str
+
+    @property
+    def withholds(self) -> bool:
+        """Whether this step is the one that withheld the message (not a delay before it)."""
+        return self.withheld and self.fault != "delay"
 
 
 class InterceptKind(enum.Enum):
@@ -81,3 +87,8 @@ class InterceptStep(ProxyAction):
     def fault(self) -> str:
         """The step's name as the log and a flow's detail show it (``intercept:held``)."""
         return self.kind.label
+
+    @property
+    def withholds(self) -> bool:
+        """Whether this step withheld the frame (`ProxyAction.withheld`)."""
+        return self.withheld

@@ -154,7 +154,7 @@ class Coverage:
         for event in events:
             if (
                 isinstance(event, (FaultInjected, InterceptStep))
-                and event.withheld
+                and event.withholds
                 and event.direction is Direction.S2C
             ):
                 name = event.fault

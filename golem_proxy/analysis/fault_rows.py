@@ -15,29 +15,61 @@ if TYPE_CHECKING:
 
 __all__ = ["FaultRows"]
 
+Step = Union[FaultInjected, InterceptStep]
+
+_CHANGES_ANSWER = frozenset(("corrupt", InterceptKind.EDITED.label))
+"""Steps that sent other bytes in an answer's place, which may then pair with no request."""
+
 
 class FaultRows:
     """Mixed into `FlowTracker`, whose rows these place the proxy's steps on."""
 
+    keep: bool
     _latest: dict[int, Flow]
     _framed: dict[tuple[int, Direction], Flow]
-    _cut: dict[tuple[int, Direction], FaultInjected]
+    _cut: dict[tuple[int, Direction], tuple[Step, ...]]
+    _undecided: dict[tuple[int, Direction], tuple[Step, ...]]
     _by_request: OrderedDict[Key, Flow]
     _requests_of: dict[tuple[int, Direction], dict[Key, None]]
+    _ready_numbers: set[int]
 
-    def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:
+    def _place_step(self, event: Step) -> Optional[Flow]:
+        """Put ``event`` on its row (`_flow_for_fault`), and return that row. A delay of a
+        frame then withheld or cut short (``withheld``) waits for the step that decided the
+        frame, which follows it, and goes where that one goes: its frame was never recorded,
+        so the connection's last frame is not its."""
+        side = (event.conn, event.direction)
+        if isinstance(event, FaultInjected) and event.fault == "delay" and event.withheld:
+            self._undecided[side] = (*self._undecided.get(side, ()), event)
+            return None
+        steps = (*self._undecided.pop(side, ()), event)
+        if isinstance(event, FaultInjected) and event.fault == "truncate":
+            self._cut[side] = steps  # its framing error, when it comes, is the proxy's doing
+        flow = self._flow_for_fault(event)
+        if flow is None:
+            return None
+        flow.faults += steps
+        if event.direction is Direction.S2C and event.fault in _CHANGES_ANSWER:
+            self._answer_changed(flow, event, steps)
+        return flow
+
+    def _flow_for_fault(self, event: Step) -> Optional[Flow]:
         """The row of the frame the proxy acted on, as the step's event places it: it is
         published right after that frame when the frame was sent or recorded as sent (a
         delay, a corruption, an error's withheld request, an edit, an acceptance), so it is
-        the row of the connection's last frame that way; a frame not recorded (an answer
-        withheld, held, or cut short) is the answer of the oldest request of its method still
-        waiting on the connection whose answer the proxy has not decided on yet (none: no
-        row); a request cut short is the framing error it becomes."""
+        the row of the connection's last frame that way, while that row is still held (a
+        row a streaming reader handed on was not the frame just before: placed there, the
+        step would show in a view that reads the rows at the end, not in one that showed
+        them as they came); a frame not recorded (an answer withheld, held, or cut short) is
+        the answer of the oldest request of its method still waiting on the connection whose
+        answer the proxy has not decided on yet (none: no row); a request cut short is the
+        framing error it becomes."""
         held = isinstance(event, InterceptStep) and event.kind is InterceptKind.HELD
         if held and event.direction is Direction.C2S:
             return None  # an intercepted request not recorded yet: its decision follows it
-        side = (event.conn, event.direction)
         cut = isinstance(event, FaultInjected) and event.fault == "truncate"
+        if cut and event.direction is Direction.C2S:
+            return None  # the request is the framing error it becomes
         unrecorded = cut or (
             event.direction is Direction.S2C
             and (
@@ -48,13 +80,17 @@ class FaultRows:
                 )
             )
         )
-        if cut:
-            assert isinstance(event, FaultInjected)
-            self._cut[side] = event
-            if event.direction is Direction.C2S:
-                return None  # the request is the framing error it becomes
         if not unrecorded:
-            return self._framed.get(side) or self._latest.get(event.conn)
+            flow = self._framed.get((event.conn, event.direction)) or self._latest.get(event.conn)
+            held_here = flow is not None and (
+                self.keep or flow.pending or flow.number in self._ready_numbers
+            )
+            return flow if held_here else None
+        return self._waiting_answer(event)
+
+    def _waiting_answer(self, event: Step) -> Optional[Flow]:
+        """The oldest request of ``event``'s method still waiting on its connection for the
+        answer ``event`` acted on, whose answer the proxy has not decided on yet."""
         asked = (event.conn, event.direction.reverse)
         for key in self._requests_of.get(asked, {}):
             flow = self._by_request[key]
@@ -62,6 +98,17 @@ class FaultRows:
                 return flow
         # Its request is not waiting here (let go, or before this view): no row is its.
         return None
+
+    def _answer_changed(self, flow: Flow, event: Step, steps: tuple[Step, ...]) -> None:
+        """An answer the proxy changed (``flow``: its row) that pairs with no request any
+        more (an orphan): the request it answered waits on, unanswered though its receiver
+        answered it. Its row says so (`Flow.answer_changed_in`), the proxy's doing."""
+        if flow.request is not None:
+            return  # it answers its request still
+        asked = self._waiting_answer(event)
+        if asked is not None:
+            asked.faults += steps
+            asked.answer_changed_in = flow.number
 
 
 def _answer_decided(flow: Flow) -> bool:

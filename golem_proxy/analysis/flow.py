@@ -116,6 +116,10 @@ class Flow:
     """A connection the proxy itself closed after bytes crossed it (``--idle-timeout``): a row
     of its own, so that a call that fails next on the connection its server kept (the server
     finds it closed) shows who closed it, and why. Not a failure: the user asked for it."""
+    answer_changed_in: Optional[int] = None
+    """The row its answer became when the proxy changed it (``--fault corrupt``, an edit by
+    hand) so that it answered no request any more: the receiver answered, the proxy broke
+    it (fault_rows.py). The row stays unanswered, the proxy's doing."""
     answered_in: Optional[ObservationLost] = None
     """The gap that carried the request's answer: a frame too large to observe, whose id the
     tap read and paired (`ObservationLost.answers`). The request was answered, how is not
@@ -198,7 +202,7 @@ class Flow:
         never forwarded, as decided where it was withheld (`ProxyAction.withheld`); None when
         none did."""
         for step in self.faults:
-            if step.withheld and step.direction is Direction.C2S:
+            if step.withholds and step.direction is Direction.C2S:
                 return step
         return None
 
@@ -341,7 +345,9 @@ class Flow:
         said = [self.withholding] if self.withheld_by else []
         if self.stream_ended is not None and self.stream_ended.cut:
             said += [step for step in self.faults if step.fault == "truncate"]
-        words = proxy_words(self.faults, [step for step in said if step is not None])
+        words = proxy_words(
+            self.faults, [step for step in said if step is not None], self.answer_changed_in
+        )
         return f"{status} ({words})" if words else status
 
     def plain_status(self, profile: Profile) -> str:

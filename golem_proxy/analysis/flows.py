@@ -39,7 +39,7 @@ from ..events import (
 from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
 from .connection_counts import ConnectionCounts
-from .fault_rows import FaultRows
+from .fault_rows import FaultRows, Step
 from .flow import Flow
 from .proxy_closes import closed_by_proxy
 from .server_stderr import ServerStderrs
@@ -111,7 +111,9 @@ class FlowTracker(SettledRows, FaultRows):
         self._framed: dict[tuple[int, Direction], Flow] = {}
         # A frame the proxy cut (``--fault truncate``) before it was read: its framing error
         # row, when it comes, is the proxy's doing.
-        self._cut: dict[tuple[int, Direction], FaultInjected] = {}
+        self._cut: dict[tuple[int, Direction], tuple[Step, ...]] = {}
+        # The delays of a frame then withheld or cut short, until the step that decided it.
+        self._undecided: dict[tuple[int, Direction], tuple[Step, ...]] = {}
         self._stderr = ServerStderrs()
         self.on_output: Optional[Callable[[ProcessOutput], None]] = None
         """Told every chunk a wrapped server wrote to its stderr, as it is read (the
@@ -139,7 +141,7 @@ class FlowTracker(SettledRows, FaultRows):
             flow.frame_error = event
             cut = self._cut.pop((event.conn, event.direction), None)
             if cut is not None:
-                flow.faults += (cut,)
+                flow.faults += cut
             self._frame_errors[(event.conn, event.direction)] = flow
             self._counts.count_bytes(event.conn, event.direction, len(event.raw), self.observer)
             return self._settled(flow)
@@ -172,10 +174,7 @@ class FlowTracker(SettledRows, FaultRows):
                 self.on_output(event)
             return None
         if isinstance(event, (FaultInjected, InterceptStep)):
-            faulted = self._flow_for_fault(event)
-            if faulted is not None:
-                faulted.faults += (event,)
-            return faulted
+            return self._place_step(event)
         self.events_missed += getattr(event, "count", 0)
         return None
 
@@ -409,4 +408,5 @@ class FlowTracker(SettledRows, FaultRows):
                 self._framed.pop((conn, direction), None)
         for direction in Direction:
             self._cut.pop((conn, direction), None)
+            self._undecided.pop((conn, direction), None)
         return changed

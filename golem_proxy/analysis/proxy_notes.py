@@ -23,6 +23,7 @@ from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 __all__ = [
     "ProxyStep",
     "acted",
+    "changes_answer",
     "delay_seconds",
     "proxy_words",
     "step_names",
@@ -53,6 +54,14 @@ def acted(step: ProxyStep) -> bool:
     """Whether ``step`` changed what crossed: not a fault that was not applied (an error
     fault on a frame without an id: the receiver answered it, live/faults.py)."""
     return not (isinstance(step, FaultInjected) and step.fault == "error" and not step.withheld)
+
+
+def changes_answer(step: ProxyStep) -> bool:
+    """Whether ``step`` made or changed the answer its row's request got: an answer made,
+    withheld, cut, corrupted or edited, or a request changed or withheld before its receiver
+    answered it; not a step that only held a frame (a delay, a slice, an interception
+    accepted or released as it came), after which the answer is its receiver's still."""
+    return acted(step) and step.fault not in _HOLDS and step.fault != "slice"
 
 
 def delay_seconds(steps: Iterable[ProxyStep]) -> float:
@@ -96,12 +105,16 @@ def _words(step: ProxyStep) -> Optional[str]:
     return f"--fault {fault}"
 
 
-def proxy_words(steps: Sequence[ProxyStep], said: Sequence[ProxyStep] = ()) -> str:
+def proxy_words(
+    steps: Sequence[ProxyStep], said: Sequence[ProxyStep] = (), answer_row: Optional[int] = None
+) -> str:
     """What the proxy did to a row's frames (its ``steps``, `Flow.faults`), in words: ``--fault
     error``, ``answered by hand``, ``withheld: --fault drop``, ``+31.0 s --fault delay``,
     joined with ``; ``; empty when it did nothing. ``said``: the steps the row's status says
     already (the one that withheld its request, `Flow.withheld_by`; one that cut the
-    answering side's stream)."""
+    answering side's stream). ``answer_row``: the row the request's answer became when the
+    proxy changed it (`Flow.answer_changed_in`): ``its answer corrupted by --fault corrupt:
+    #7``."""
     words: list[str] = []
     held = any(
         isinstance(step, InterceptStep) and step.kind is not InterceptKind.HELD for step in steps
@@ -116,11 +129,22 @@ def proxy_words(steps: Sequence[ProxyStep], said: Sequence[ProxyStep] = ()) -> s
             text: Optional[str] = (
                 f"+{_seconds(delayed)} --fault delay" if delayed else "--fault delay"
             )
+        elif answer_row is not None and step.direction is Direction.S2C:
+            text = _changed_answer(step, answer_row)
         else:
             text = _words(step)
         if text is not None and text not in words:
             words.append(text)
     return "; ".join(words)
+
+
+def _changed_answer(step: ProxyStep, row: int) -> Optional[str]:
+    """The words of a step on a request's answer that became row ``row`` of its own."""
+    if isinstance(step, InterceptStep):
+        done = "edited by hand" if step.kind is InterceptKind.EDITED else _words(step)
+    else:
+        done = f"corrupted by --fault {step.fault}" if step.fault == "corrupt" else _words(step)
+    return None if done is None else f"its answer {done}: #{row}"
 
 
 def step_names(steps: Iterable[ProxyStep]) -> list[str]:

@@ -6,9 +6,12 @@ the value at rank ``ceil(p / 100 * n)`` (1-based), so it is always a latency tha
 measured, and p100 is the maximum. Only flows with both a request and a response have a
 latency; pending, evicted, unanswered and framing-error rows count but add no latency.
 
-A row the proxy itself acted on (``--fault``, ``--intercept``: an answer it made or withheld,
-a frame it held, corrupted or cut, `Flow.faults`) is counted apart (``by_proxy``): in the
-count, never in the errors, the error rate or the latencies, which are the peers'.
+A row the proxy itself acted on (``--fault``, ``--intercept``, `Flow.faults`) is counted
+apart (``by_proxy``), in the count: never in the latencies, which are the peers'. When what it
+did made or changed the row's answer (an answer it made, withheld, cut or corrupted, a request
+it changed: `changes_answer`, ``answers_by_proxy``), the row is in neither the errors nor the
+error rate; when it only held a frame (a delay, a slice, an interception accepted as it came),
+the answer is the receiver's, and its error counts.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Optional
 from golem_core.messages import Malformed
 
 from .flows import Flow
-from .proxy_notes import acted
+from .proxy_notes import acted, changes_answer
 from .trace import json_ms
 
 __all__ = [
@@ -106,13 +109,15 @@ class MethodStats:
     not_own: int = 0
     """Tool calls whose result is another GOLEM exchange's answer (`FrameSeen.answer_of`)."""
     by_proxy: int = 0
-    """Flows the proxy itself acted on (`Flow.faults`): in ``count``, not in ``errors``, the
-    error rate or ``latency``."""
+    """Flows the proxy itself acted on (`Flow.faults`): in ``count``, not in ``latency``."""
+    answers_by_proxy: int = 0
+    """Of ``by_proxy``, the flows whose answer the proxy made or changed (`changes_answer`):
+    not in ``errors`` nor the error rate."""
 
     @property
     def error_rate(self) -> float:
-        """Errors per flow the proxy did not act on, 0.0 for none."""
-        peers = self.count - self.by_proxy
+        """Errors per flow whose answer is its receiver's, 0.0 for none."""
+        peers = self.count - self.answers_by_proxy
         return self.errors / peers if peers else 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +133,7 @@ class MethodStats:
             "late": self.late,
             "not_own": self.not_own,
             "by_proxy": self.by_proxy,
+            "answers_by_proxy": self.answers_by_proxy,
             "latency": self.latency.to_json(),
         }
 
@@ -172,6 +178,7 @@ class _Tally:
     """The counts of one row, and its latencies (all kept: percentiles are exact)."""
 
     __slots__ = (
+        "answers_by_proxy",
         "by_proxy",
         "count",
         "errors",
@@ -185,15 +192,18 @@ class _Tally:
 
     def __init__(self) -> None:
         self.count = self.errors = self.pending = self.with_violations = self.evicted = 0
-        self.late = self.not_own = self.by_proxy = 0
+        self.late = self.not_own = self.by_proxy = self.answers_by_proxy = 0
         self.latencies: list[float] = []
 
     def add(self, flow: Flow) -> None:
         self.count += 1
-        # The proxy's answer, withholding or delay: in none of the peers' errors or latencies.
+        # A delay or a hold is in no latency of the peers'; the answer stays the receiver's,
+        # its error too. An answer the proxy made or changed is no peer's error.
         by_proxy = any(acted(step) for step in flow.faults)
+        answered = any(changes_answer(step) for step in flow.faults)
         self.by_proxy += by_proxy
-        self.errors += flow.is_error and not by_proxy
+        self.answers_by_proxy += answered
+        self.errors += flow.is_error and not answered
         self.pending += flow.pending
         self.evicted += flow.let_go
         self.with_violations += flow.has_violation
@@ -218,6 +228,7 @@ class _Tally:
             self.late,
             self.not_own,
             self.by_proxy,
+            self.answers_by_proxy,
         )
 
 

@@ -40,8 +40,13 @@ class ActionEvents:
     def faults(self, direction: Direction, action: FrameAction) -> None:
         """Publish the events of the faults that hit a frame, in order after what was observed
         so far: called once the frame was (or, withheld, was recorded as) sent, so they land
-        on its flow, not on the connection's flow before it."""
+        on its flow, not on the connection's flow before it. A delay of a frame then withheld
+        or cut short says it was not forwarded either (``withheld``): its frame is not
+        recorded as sent, and its step is placed with the one that decided it, not on the
+        connection's last frame (analysis/fault_rows.py)."""
+        unsent = action.withhold is not None or action.truncate_at is not None
         for fault, detail in action.events:
+            withheld = fault == "delay" and unsent
             self.conn.publish_in_order(
                 self.publish,
                 FaultInjected(
@@ -49,7 +54,8 @@ class ActionEvents:
                     fault=fault,
                     detail=detail,
                     method=action.method,
-                    withheld=action.withhold is not None and fault == action.withhold.kind.value,
+                    withheld=withheld
+                    or (action.withhold is not None and fault == action.withhold.kind.value),
                 ),
             )
 

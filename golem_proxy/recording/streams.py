@@ -257,7 +257,7 @@ class _Rebuilder:
             self._add(target, self._undelivered_part(target, event, event.raw))
             target.discarded_bytes += len(event.raw)
         elif isinstance(event, (FaultInjected, InterceptStep)):
-            if event.withheld and event.direction is Direction.C2S:
+            if event.withholds and event.direction is Direction.C2S:
                 self._withheld(event)
         elif isinstance(event, ConnectionClosed):
             for direction, count in (

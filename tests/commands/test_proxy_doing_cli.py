@@ -161,3 +161,84 @@ def test_diff_says_a_difference_is_the_proxys_doing(recordings: Path) -> None:
     changed = [line for line in lines if "scene.list_layers" in line and "changed" in line]
     assert len(changed) == 1
     assert changed[0].endswith("the proxy's doing: B#2 --fault error")
+
+
+MIXED = (
+    "--fault", "delay:ms=200,method=scene.get_object,dir=c2s",
+    "--fault", "drop:method=scene.list_layers,times=1",
+    "--fault", "delay:ms=100,method=scene.list_layers,dir=s2c",
+    "--fault", "corrupt:method=scene.get_document_info,dir=s2c",
+    "--fault-seed", "3",
+)  # fmt: skip
+"""Requests the proxy only delayed (the plugin errs on them all the same), an answer delayed
+and then dropped, and an answer corrupted so that it pairs with no request."""
+
+
+@pytest.fixture(scope="module")
+def mixed(plugin: PluginProcess, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five requests pipelined through a proxy with `MIXED`: rows 1 and 4 the plugin's
+    errors, delayed on their way; row 2's answer delayed then dropped; row 3's delayed;
+    row 5's corrupted (a row of its own, #6)."""
+    record = tmp_path_factory.mktemp("mixed") / "mixed.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record), *MIXED
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+            client.sendall(
+                _request("m-1", "scene.get_object", {})
+                + _request("m-2", "scene.list_layers", {})
+                + _request("m-3", "scene.list_layers", {})
+                + _request("m-4", "scene.get_object", {})
+                + _request("m-5", "scene.get_document_info", {})
+            )
+            _read(client, 4)  # m-2's answer is dropped
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    return record
+
+
+def _statuses(recording: Path) -> list[str]:
+    shown = run_cli("show", "--json", str(recording))
+    assert shown.returncode == 0, shown.stderr
+    return [json.loads(line)["status"] for line in shown.stdout.splitlines()]
+
+
+def test_a_delay_is_said_on_the_row_of_the_answer_it_held(mixed: Path) -> None:
+    statuses = _statuses(mixed)
+    assert statuses[0] == "APPLICATION_ERROR (+200 ms --fault delay)"
+    assert statuses[1] == "unanswered (+100 ms --fault delay; withheld: --fault drop)"
+    assert statuses[2] == "ok (+100 ms --fault delay)"
+    assert statuses[3] == "APPLICATION_ERROR (+200 ms --fault delay)"
+    # check's failed rows read the same placement as show's.
+    checked = run_cli("check", "--allow-incomplete", str(mixed))
+    failed = " ".join(line for line in checked.stdout.splitlines() if "flows failed" in line)
+    assert "2 APPLICATION_ERROR (+200 ms --fault delay)" in failed, checked.stdout
+    assert "1 unanswered (+100 ms --fault delay; withheld: --fault drop)" in failed
+
+
+def test_a_request_whose_answer_the_proxy_corrupted_says_so(mixed: Path) -> None:
+    statuses = _statuses(mixed)
+    assert statuses[4] == "unanswered (its answer corrupted by --fault corrupt: #6)"
+    assert statuses[5].startswith("malformed:") and statuses[5].endswith(" (--fault corrupt)")
+    checked = run_cli("check", "--allow-incomplete", str(mixed))
+    failed = " ".join(line for line in checked.stdout.splitlines() if "flows failed" in line)
+    assert "1 unanswered (its answer corrupted by --fault corrupt: #6)" in failed
+
+
+def test_stats_counts_the_plugins_errors_on_rows_the_proxy_only_delayed(mixed: Path) -> None:
+    stats = run_cli("stats", "--json", str(mixed))
+    assert stats.returncode == 0, stats.stderr
+    rows = {row["method"]: row for row in json.loads(stats.stdout)["methods"]}
+    delayed = rows["scene.get_object"]
+    # The plugin's "Method not found", twice: its errors, held on their way by the proxy.
+    assert (delayed["count"], delayed["errors"], delayed["by_proxy"]) == (2, 2, 2)
+    assert delayed["error_rate"] == 1.0
+    assert delayed["latency"]["measured"] == 0  # 200 ms of each are the proxy's
+    corrupted = rows["scene.get_document_info"]  # the plugin answered; the proxy broke it
+    assert (corrupted["errors"], corrupted["by_proxy"], corrupted["error_rate"]) == (0, 1, 0.0)
+    layers = rows["scene.list_layers"]  # one answer dropped, one delayed
+    assert (layers["count"], layers["errors"], layers["by_proxy"]) == (2, 0, 2)
+    table = " ".join(run_cli("stats", str(mixed)).stdout.split())
+    assert "waited behind it" in table
