@@ -7,31 +7,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench.robustness.proxy_cli import ROOT
 from golem_core.messages import Response
 from golem_proxy.live.spool_place import BESIDE, SPOOL_DIR_ENV, create_spool, remove_spool
 from tests.live.observer_child_helpers import golem_calls, observed_proxy, wait_for
-
-
-def _golem(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _calls(count: int) -> list[dict[str, object]]:
-    return [{"id": n, "method": "echo", "params": {"n": n}} for n in range(count)]
+from tests.live.test_spool_recover import _calls, _golem
 
 
 def test_the_spool_lives_in_the_chosen_place_linked_from_beside_the_recording(
