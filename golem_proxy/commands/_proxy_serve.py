@@ -245,7 +245,11 @@ async def _start_observing(
             # a line of its own if that process dies (live/observer_process.py).
             record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
             if config.options.observer_spool:
-                spool = SpoolFile.create(spool_path(config.record_path), overwrite=config.overwrite)
+                spool = SpoolFile.create(
+                    spool_path(config.record_path),
+                    overwrite=config.overwrite,
+                    need=config.options.spool_limit,
+                )
         # The faults and the intercept engine decide here, on the forwarding path; the
         # observing process decodes what they let through (and cannot take the engine's
         # trio state anyway).

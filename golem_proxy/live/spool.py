@@ -61,19 +61,23 @@ class SpoolFile:
     descriptor of its own (``read_fd``, handed over at its start). A new observing process
     that takes over from a dead one gets a new spool (`renew`)."""
 
-    def __init__(self, path: str, write_fd: int, read_fd: int, data: Optional[str] = None) -> None:
+    def __init__(
+        self, path: str, write_fd: int, read_fd: int, data: Optional[str] = None, need: int = 0
+    ) -> None:
         self.path = path
+        self.need = need
+        """The bytes it may come to hold (``--spool-limit``), which its place must have room for."""
         self.write_fd = write_fd
         self.read_fd = read_fd
         self.data = data
         """Where its bytes are when ``path`` is a link to them (spool_place.py)."""
 
     @classmethod
-    def create(cls, path: str, *, overwrite: bool = False) -> SpoolFile:
+    def create(cls, path: str, *, overwrite: bool = False, need: int = 0) -> SpoolFile:
         """Create the spool found at ``path`` (mode 0600, no symlink followed; its bytes on a
         memory file system when there is one, spool_place.py; without ``overwrite``, ``path``
         must not exist). Raises OSError."""
-        stream, data = create_spool(path, overwrite=overwrite)
+        stream, data = create_spool(path, overwrite=overwrite, need=need)
         with stream:
             write_fd = os.dup(stream.fileno())
         try:
@@ -82,7 +86,7 @@ class SpoolFile:
             os.close(write_fd)
             remove_spool(path, data)
             raise
-        return cls(path, write_fd, read_fd, data)
+        return cls(path, write_fd, read_fd, data, need)
 
     def begin(self, setup: bytes) -> None:
         """Write the spool's header (spool_header.py) for the process started with ``setup``
@@ -103,7 +107,7 @@ class SpoolFile:
         """Start again with an empty spool (a new observing process takes over: what the dead
         one did not read is a gap, as without a spool). Raises OSError."""
         self.remove()
-        fresh = SpoolFile.create(self.path)
+        fresh = SpoolFile.create(self.path, need=self.need)
         self.write_fd, self.read_fd, self.data = fresh.write_fd, fresh.read_fd, fresh.data
 
     def remove(self) -> None:

@@ -10,9 +10,10 @@ across a restart of the machine (then `golem-proxy recover` says the spool is go
 
 The place: ``$GOLEM_PROXY_SPOOL_DIR`` when set (``beside``: the recording's directory);
 else ``$XDG_RUNTIME_DIR`` when it is a directory of this user's; else ``/dev/shm`` when it is
-a directory; else beside the recording. The file there is created as ``mkstemp`` creates one
-(O_EXCL, mode 0600, a name no one can guess), and the link beside the recording is made
-without replacing anything (``--overwrite`` removes an old one first).
+a directory; either only with room for ``--spool-limit``; else beside the recording. The file
+there is created as ``mkstemp`` creates one (O_EXCL, mode 0600, a name no one can guess), and
+the link beside the recording is made without replacing anything (``--overwrite`` removes an
+old one first).
 """
 
 from __future__ import annotations
@@ -33,16 +34,25 @@ BESIDE = "beside"
 _SHM = "/dev/shm"
 
 
-def spool_dir() -> Optional[str]:
+def spool_dir(need: int = 0) -> Optional[str]:
     """The directory spools' bytes go to, or None: beside the recording (see the module
-    docstring)."""
+    docstring). A memory file system with less room than ``need`` bytes (a container's
+    64 MiB ``/dev/shm``) is passed over: a spool that fills it would stop observation."""
     chosen = os.environ.get(SPOOL_DIR_ENV)
     if chosen is not None:
         return None if chosen in ("", BESIDE) else chosen
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and _own_directory(runtime):
+    if runtime and _own_directory(runtime) and _room(runtime) >= need:
         return runtime
-    return _SHM if os.path.isdir(_SHM) else None
+    return _SHM if os.path.isdir(_SHM) and _room(_SHM) >= need else None
+
+
+def _room(path: str) -> int:
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return 0
+    return found.f_bavail * found.f_frsize
 
 
 def _own_directory(path: str) -> bool:
@@ -53,11 +63,13 @@ def _own_directory(path: str) -> bool:
     return stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid()
 
 
-def create_spool(link: str, *, overwrite: bool = False) -> tuple[IO[bytes], Optional[str]]:
-    """Create the spool found at ``link`` (``REC.spool``): the file open for writing, and
-    where its bytes are when not at ``link`` itself (None: ``link`` is the file). Raises
-    OSError (``link`` there already, without ``overwrite``)."""
-    place = spool_dir()
+def create_spool(
+    link: str, *, overwrite: bool = False, need: int = 0
+) -> tuple[IO[bytes], Optional[str]]:
+    """Create the spool found at ``link`` (``REC.spool``), to hold up to ``need`` bytes: the
+    file open for writing, and where its bytes are when not at ``link`` itself (None:
+    ``link`` is the file). Raises OSError (``link`` there already, without ``overwrite``)."""
+    place = spool_dir(need)
     if place is None:
         return open_private(link, overwrite=overwrite), None
     if overwrite:

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from golem_core.messages import Response
-from golem_proxy.live.spool_place import BESIDE, SPOOL_DIR_ENV, create_spool, remove_spool
+from golem_proxy.live.spool_place import (
+    BESIDE,
+    SPOOL_DIR_ENV,
+    create_spool,
+    remove_spool,
+    spool_dir,
+)
 from tests.live.observer_child_helpers import golem_calls, observed_proxy, wait_for
 from tests.live.test_spool_recover import _calls, _golem
 
@@ -92,3 +98,14 @@ def test_a_spool_link_is_never_made_over_an_existing_one(
     assert data is not None and os.readlink(link) == data
     remove_spool(str(link), data)
     assert list(place.iterdir()) == []
+
+
+def test_a_place_without_room_for_the_limit_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SPOOL_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert spool_dir(need=0) == str(tmp_path)
+    # No file system here has an exbibyte free: beside the recording, not a spool that fills
+    # its place and stops observation.
+    assert spool_dir(need=1 << 60) is None
