@@ -53,7 +53,7 @@ def open_recording(path: str) -> IO[bytes]:
     except NotARegularFile as exc:
         raise RecordingError(f"is {exc.kind}, not a recording file", path=path) from None
     # Every reader opens it here: a spool left beside it by a killed session is said at once.
-    say_spool_left(path, stream.fileno())
+    say_spool_left(os.fspath(path), stream.fileno())  # callers hand a Path at times
     return stream
 
 
