@@ -4,9 +4,10 @@ One stream of these feeds the log, the recorder and the TUI; a recording read ba
 same events, so live and offline views share one code path. All are frozen dataclasses.
 Times (``t``) are seconds on the session's monotonic clock, counted from the session start.
 The events about the session rather than a connection's bytes (an upstream down or back, a
-wrapped process's stderr, events missed, the session's end) are defined in session_events.py,
-and those of what the proxy did to a frame on purpose (a fault, an intercept's step) in
-proxy_actions.py; both are re-exported here: import every event from this module.
+wrapped process's stderr, events missed, the spool full, the session's end) are defined in
+session_events.py, and those of what the proxy did to a frame on purpose (a fault, an
+intercept's step) in proxy_actions.py; both are re-exported here: import every event from
+this module.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .session_events import (
     ProcessOutput,
     RouteDown,
     SessionEnded,
+    SpoolFull,
     UpstreamStatus,
 )
 
@@ -54,6 +56,7 @@ __all__ = [
     "ProxyAction",
     "RouteDown",
     "SessionEnded",
+    "SpoolFull",
     "StreamEnded",
     "ToolCallRef",
     "UpstreamStatus",
@@ -442,5 +445,6 @@ Event = Union[
     ProcessOutput,
     UpstreamStatus,
     SessionEnded,
+    SpoolFull,
     StreamEnded,
 ]

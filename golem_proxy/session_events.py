@@ -1,6 +1,7 @@
 """The events about the session rather than the bytes of a connection: a route's upstream
 going down or coming back (and `RouteDown`, how a tool call made meanwhile names it), what a
-wrapped process wrote to its stderr, events a consumer missed, and the session's orderly end.
+wrapped process wrote to its stderr, events a consumer missed, the spool full, and the
+session's orderly end.
 
 Part of the event vocabulary (`golem_proxy.events`, which re-exports them and names them in
 its ``Event`` union): frozen dataclasses like the rest, and, like them, with ``t`` in seconds
@@ -18,6 +19,7 @@ __all__ = [
     "ProcessOutput",
     "RouteDown",
     "SessionEnded",
+    "SpoolFull",
     "UpstreamStatus",
 ]
 
@@ -78,6 +80,18 @@ class ProcessOutput:
     route: str
     t: float
     data: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpoolFull:
+    """The spool (``--observer-spool``) reached ``limit`` bytes (``--spool-limit``) at ``t``,
+    and the session went on as without it: what was forwarded before is recorded before this
+    event (the spool held all of it, for `golem-proxy recover` had the proxy been killed);
+    from here forwarding waits for the recording again, and a ``kill -9`` loses at most the
+    ~100 ms of lines the recording may trail the wire by."""
+
+    t: float
+    limit: int
 
 
 @dataclass(frozen=True, kw_only=True)

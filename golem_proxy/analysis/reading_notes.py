@@ -1,11 +1,12 @@
 """What a view says on stderr once it has read a recording to its end, one line each: where
-the observing process restarted, where lines were lost or are out of order (their ``seq``,
-their ``t``), requests the reader let go past what it holds at once, where observation
-stopped, and that the recording was cut short (an incomplete last line, no ``session-end``
-line where the header promises one, connections never closed) or is still being written.
-Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those its
-worker processes made, `diff` those of each trace (read with its rows,
-`analysis.request_rows`, each naming its trace), and the TUI shows `order_notes`."""
+the observing process restarted, where the spool was full (`spool_full_words`), where lines
+were lost or are out of order (their ``seq``, their ``t``), requests the reader let go past
+what it holds at once, where observation stopped, and that the recording was cut short (an
+incomplete last line, no ``session-end`` line where the header promises one, connections
+never closed) or is still being written. Text only: `show`, `stats`, `check`, `export` print
+the lines, `query` prints those its worker processes made, `diff` those of each trace (read
+with its rows, `analysis.request_rows`, each naming its trace), and the TUI shows
+`order_notes`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Optional, Union
 from ..recording.seq_watch import SeqJump, SeqWatch
 from ..recording.time_watch import TimeStep, TimeWatch
 from ..terminal import format_size, safe_text
+from .spool_full import spool_full_words
 from .trace import FlowReader
 
 __all__ = [
@@ -63,13 +65,14 @@ def order_notes(
 
 def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     """The notes of a recording read to its end: one line per restart of the observing
-    process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
-    lines' numbering breaks and the first place their times go back (`order_notes`), then
-    where observation stopped when it did, else why the file was cut short when it was
-    (what the proxy had not flushed yet, about `TRAILS_BY`, is missing), or that it is still
-    being written, when its writer was alive as it was read to its end. A file that ends
-    with its ``session-end`` line is whole: its connections left open say nothing. ``role``
-    names the recording before its file, for a command that reads several (``trace B``)."""
+    process (up to `RESTARTS_NOTED`, then one that counts the rest), where the spool was full
+    and the session went on without it, the first place the lines' numbering breaks and the
+    first place their times go back (`order_notes`), then where observation stopped when it
+    did, else why the file was cut short when it was (what the proxy had not flushed yet,
+    about `TRAILS_BY`, is missing), or that it is still being written, when its writer was
+    alive as it was read to its end. A file that ends with its ``session-end`` line is whole:
+    its connections left open say nothing. ``role`` names the recording before its file, for
+    a command that reads several (``trace B``)."""
     path = _named(reader.path, role)
     notes = []
     for restart in reader.restarts[:RESTARTS_NOTED]:
@@ -85,6 +88,9 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
             f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
             f"the last at {last.t:.3f} s"
         )
+    full = reader.spool_full
+    if full is not None:
+        notes.append(f"note: {path}: at {full.t:.3f} s {spool_full_words(full)}")
     notes += order_notes(reader.path, reader.seq, reader.times, role)
     held = reader.held
     if held.let_go:

@@ -19,7 +19,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen, ObservationLost, SessionEnded
+from ..events import Event, FrameSeen, ObservationLost, SessionEnded, SpoolFull
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import (
     OpenedRecording,
@@ -93,6 +93,12 @@ class FlowReader(OpenedRecording):
     def stopped(self) -> Optional[ObservationLost]:
         """Where observation stopped while forwarding went on, if the recording says so."""
         return self._reader.stopped
+
+    @property
+    def spool_full(self) -> Optional[SpoolFull]:
+        """Where the spool reached ``--spool-limit`` and the session went on without it, if
+        the recording says so (as far as read)."""
+        return self._reader.spool_full
 
     @property
     def ended(self) -> Optional[SessionEnded]:

@@ -22,7 +22,7 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, UpstreamStatus
+from ..events import Direction, Event, SpoolFull, UpstreamStatus
 from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
@@ -314,8 +314,13 @@ class HandoffSource:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
             self._resume(pickle.loads(record.data))
-        elif kind is Kind.SPOOL_FULL and self._spool is not None:
-            self._spool.leave()
+        elif kind is Kind.SPOOL_FULL:
+            if self._spool is not None:
+                self._spool.leave()
+            # The recording's line of it, behind every record the spool held (the views say
+            # what a kill -9 would have lost on each side of it).
+            full = SpoolFull(t=record.t, limit=self.options.spool_limit)
+            self.observer.submit_event(self.publish, full)
         elif kind is Kind.SESSION_END:
             self.ended = True
             self.on_end(record.t, bytes(record.data).decode("utf-8", "replace"))

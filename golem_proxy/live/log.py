@@ -23,6 +23,7 @@ from golem_core.profiles.mcp import TOOLS_CALL, tool_name
 
 from .. import events
 from ..analysis.late_answers import misread_words
+from ..analysis.spool_full import spool_full_words
 from ..analysis.tool_calls import candidates_text, tool_call_name
 from ..events import Direction, Event
 from ..status_tone import (
@@ -224,6 +225,10 @@ class EventLog(ShownAtVerbosity):
             )
             text.append(safe_text(event.detail, _DETAIL))
             return text
+        if isinstance(event, events.SpoolFull):
+            # Whatever the verbosity: what a kill -9 would lose changes here.
+            text = Text(self._clock(event.t), "dim")
+            return text.append(f" {spool_full_words(event)}", "bold yellow")
         if isinstance(event, events.ProcessOutput):
             if not self._says_stderr:
                 return None

@@ -36,7 +36,7 @@ from .members import (
     member_tool_calls,
     shown,
 )
-from .schema import SESSION_END_KIND, VERSION, RecordingError
+from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .time_watch import TimeWatch
@@ -149,6 +149,9 @@ class LineDecoder:
         `restart_count` counts them all, `last_restart` is the last."""
         self.restart_count = 0
         self.last_restart: Optional[events.ObservationLost] = None
+        self.spool_full: Optional[events.SpoolFull] = None
+        """Where the spool reached ``--spool-limit``, once that line was read (the first:
+        a spool is never made again after it)."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
         self.seq = SeqWatch()
@@ -313,6 +316,11 @@ class LineDecoder:
                 detail=member_str(data, "detail", ""),
             )
             return self._session(lost)
+        if kind == SPOOL_FULL_KIND:
+            full = events.SpoolFull(t=t, limit=member_int(data, "limit", 0))
+            if self.spool_full is None:
+                self.spool_full = full
+            return full
         if kind == SESSION_END_KIND:
             ended = self.ended = events.SessionEnded(
                 t=t,

@@ -18,7 +18,14 @@ from typing import IO, Optional, TypeVar
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event, ExchangeCompleted, FrameSeen, ObservationLost, SessionEnded
+from ..events import (
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    ObservationLost,
+    SessionEnded,
+    SpoolFull,
+)
 from ..terminal import safe_text
 from .files import open_recording
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames
@@ -179,6 +186,12 @@ class RecordingReader:
     def last_restart(self) -> Optional[ObservationLost]:
         """The last time a new observing process took over, as far as read (None: none did)."""
         return self._decoder.last_restart
+
+    @property
+    def spool_full(self) -> Optional[SpoolFull]:
+        """Where the spool reached ``--spool-limit`` (the recording says so), once read that
+        far; else None."""
+        return self._decoder.spool_full
 
     @property
     def ended(self) -> Optional[SessionEnded]:

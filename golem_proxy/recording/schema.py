@@ -28,6 +28,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "SESSION_END_KIND",
     "SESSION_END_PROMISE",
+    "SPOOL_FULL_KIND",
     "VERSION",
     "Header",
     "RecordingError",
@@ -174,6 +175,8 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     # The session's own lines: observation stopped, or a new observing process took over.
     "observation-stopped": (*COMMON_MEMBERS, "detail"),
     "observation-restarted": (*COMMON_MEMBERS, "detail"),
+    # The spool reached --spool-limit: the session went on without it (`SpoolFull`).
+    "spool-full": (*COMMON_MEMBERS, "limit"),
     # The session ended in order: the last line, after every other.
     "session-end": (
         *COMMON_MEMBERS,
@@ -200,6 +203,8 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     ),
 }
 
+SPOOL_FULL_KIND = "spool-full"
+"""The line of the moment the spool reached ``--spool-limit`` (`SpoolFull`)."""
 SESSION_END_KIND = "session-end"
 """The line a session's writer writes last when the session ends in order (`SessionEnded`)."""
 SESSION_END_PROMISE = "ends_with_session_end"

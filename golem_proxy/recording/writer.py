@@ -19,7 +19,7 @@ from ..events import Direction, Event
 from .files import discard_beside, open_beside, put_in_place
 from .frame_lines import b64, encode_frame, json_str, tool_calls_json
 from .page_cache import WrittenPages
-from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
+from .schema import JSON_SAFE, SPOOL_FULL_KIND, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
 from .writer_lock import WRITER_LOCK, WRITER_LOCK_KIND, hold_writer_lock
 
@@ -132,6 +132,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(frames=[list(run) for run in event.frames])
         if event.answers is not None:
             base.update(answers=event.answers)
+    elif isinstance(event, events.SpoolFull):
+        base.update(kind=SPOOL_FULL_KIND, limit=event.limit)
     elif isinstance(event, events.UpstreamStatus):
         base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
         base.update(detail=event.detail)

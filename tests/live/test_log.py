@@ -20,6 +20,7 @@ from golem_proxy.events import (
     Event,
     ExchangeCompleted,
     RouteDown,
+    SpoolFull,
     ToolCallRef,
 )
 from golem_proxy.live.log import EventLog, Verbosity
@@ -254,3 +255,20 @@ def test_a_late_answer_and_a_result_read_from_another_call_are_problems_when_qui
         "· its result is main conn 1's answer (run_python), not its own: the server reads "
         "answers out of order"
     )
+
+
+def test_a_full_spool_is_said_whatever_the_verbosity() -> None:
+    # What a kill -9 would lose changes there: a quiet log says it too, as one line.
+    buffer = io.StringIO()
+    quiet = EventLog(Console(file=buffer, width=600), GOLEM, Verbosity.QUIET)
+    full = SpoolFull(t=1.5, limit=16 * 1024 * 1024)
+    assert quiet.may_show(full)
+    quiet.handle(full)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 1
+    assert (
+        "the spool was full (--spool-limit 16 MiB) and the session went on without it: up to "
+        "this point it held everything forwarded (a kill -9 would have lost no line, "
+        "golem-proxy recover rebuilds them); from this point forwarding waits for the "
+        "recording again, and a kill -9 loses at most ~100 ms of lines"
+    ) in lines[0]

@@ -6,6 +6,7 @@ threaded GOLEM echo upstream, real loopback sockets; a slowed observing process
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -117,6 +118,46 @@ def test_a_full_spool_goes_and_the_session_goes_on_through_the_pipe(
     assert "observation stopped" not in cli.stderr, cli.stderr
     ids = [e.request.message.id for e in read_recording(str(record)).exchanges()]
     assert ids == list(range(CALLS // 2)) + [CALLS + n for n in range(50)]
+
+
+def test_a_full_spool_is_a_line_at_its_place_in_the_recording_the_log_and_show_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TEST_MODULE, SLOW)  # the switch comes while the recording trails
+    record = tmp_path / "session.jsonl"
+    said = "the spool was full (--spool-limit 0.015625 MiB) and the session went on without it"
+    with observed_proxy(record, "--observer-spool", "--spool-limit", "0.015625") as cli:
+        golem_calls(cli.port, _echo_calls(CALLS // 3))
+        log = cli.stop(timeout=60)
+    assert cli.process.returncode == 0, cli.stderr
+    # The live log says it, once, in its place among the exchanges.
+    assert log.count(said) == 1, log
+    before, after = log.split(said)
+    assert "echo" in before.split("Ctrl-C to stop", 1)[1] and "echo" in after, log
+    lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]
+    full = [line for line in lines if line["kind"] == "spool-full"]
+    assert len(full) == 1 and full[0]["limit"] == 16384, full
+    assert list(full[0]) == ["seq", "t", "kind", "limit"]
+    # After every frame the spool held, before every frame that came through the pipe.
+    at = lines.index(full[0])
+    frames_before = [line["t"] for line in lines[:at] if line["kind"] == "frame"]
+    frames_after = [line["t"] for line in lines[at:] if line["kind"] == "frame"]
+    assert frames_before and frames_after
+    assert max(frames_before) <= full[0]["t"] <= min(frames_after)
+    ids = [e.request.message.id for e in read_recording(str(record)).exchanges()]
+    assert ids == list(range(CALLS // 3))
+    # A reader says it, as a user runs one.
+    shown = subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "show", str(record)],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="400"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    note = f"note: {record}: at {full[0]['t']:.3f} s {said}: up to this point it held "
+    assert shown.stderr.count(note) == 1, shown.stderr
+    assert "from this point forwarding waits for the recording again" in shown.stderr
 
 
 def test_a_dead_observing_process_is_replaced_with_a_spool_of_its_own(tmp_path: Path) -> None:

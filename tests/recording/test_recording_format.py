@@ -33,6 +33,7 @@ from golem_proxy.events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    SpoolFull,
     StreamEnded,
     ToolCallRef,
     UpstreamStatus,
@@ -182,6 +183,7 @@ def one_of_each() -> list[Event]:
         UpstreamStatus(
             route="main", t=1.5, up=True, detail="upstream 127.0.0.1:9876 answers again"
         ),
+        SpoolFull(t=1.6, limit=16 * 1024 * 1024),
         _session(1.75, GapReason.STOPPED, "the observing process was stopped"),
     ]
 
@@ -213,6 +215,7 @@ def test_every_event_kind_and_member_is_documented() -> None:
     assert kinds == {
         "open", "close", "frame", "exchange", "violation", "frame-error", "discarded", "fault",
         "gap", "upstream", "unobserved", "observation-restarted", "observation-stopped", "end",
+        "spool-full",
     }  # fmt: skip
     # The optional members of frame lines too.
     for optional in ("raw", "note", "redacted", "msg", "id", "method"):
