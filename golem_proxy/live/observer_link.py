@@ -47,6 +47,7 @@ from .link_ledger import (
 )
 from .link_resume import OpenConnections, Resumption
 from .link_trail import LinkTrail
+from .spool import RING_EVERY
 from .unrecorded_values import unrecorded_records
 
 __all__ = [
@@ -388,6 +389,9 @@ class ObserverLink(LinkTrail):
         after each batch of records written to a spool, ring its doorbell (spool.py)."""
         while not self.gone:
             if not self.writer.waiting:
+                if self.writer.unrung and self.budget is not None:
+                    # A spool's records gather for a moment under one ring (`RING_EVERY`).
+                    await trio.sleep(RING_EVERY)
                 self.writer.ring()
                 await self._room_wanted.wait()
                 self._room_wanted = trio.Event()

@@ -32,6 +32,7 @@ from .spool_header import mark_recorded, read_header, write_header
 from .spool_place import create_spool, remove_spool
 
 __all__ = [
+    "RING_EVERY",
     "SPOOL_LIMIT",
     "SPOOL_STALL",
     "SPOOL_SUFFIX",
@@ -49,6 +50,12 @@ SPOOL_STALL = 60.0
 """Seconds without an acknowledgement moving on, while something is outstanding, after which
 an observing process reading a spool counts as stuck (`ObserverLink.stall_limit`): niced, on
 a busy machine, it may go a while without the CPU, and nothing waits for it meanwhile."""
+
+RING_EVERY = 0.01
+"""Seconds records written to the spool gather before the doorbell rings for them all: a ring
+per batch was a system call and a wake-up of the observing process per sequential call, each
+costing the CPU the relay shares; the recording trails the wire by this much more, and a
+``kill -9`` loses nothing more (the records are in the spool already)."""
 
 
 def spool_path(record_path: str) -> str:
