@@ -14,6 +14,7 @@ from typing import Optional, Union
 
 from ..recording.seq_watch import SeqJump, SeqWatch
 from ..recording.time_watch import TimeStep, TimeWatch
+from ..recording.unheld_exchanges import UnheldExchanges
 from ..terminal import format_size, safe_text
 from .spool_full import spool_full_words
 from .trace import FlowReader
@@ -41,13 +42,26 @@ def _named(path: str, role: Optional[str]) -> str:
 
 
 def order_notes(
-    path: str, seq: SeqWatch, times: TimeWatch, role: Optional[str] = None
+    path: str,
+    seq: SeqWatch,
+    times: TimeWatch,
+    role: Optional[str] = None,
+    unheld: Optional[UnheldExchanges] = None,
 ) -> list[str]:
     """The notes of a recording's lines out of order, as far as read: the first place their
     numbering breaks, then the first place their times go back (each with how many other
-    places do). ``role`` names the recording before its file (`reading_notes`)."""
+    places do), then the first exchange line naming frames the lines before it do not hold
+    (``unheld``). ``role`` names the recording before its file (`reading_notes`)."""
     name = _named(path, role)
     notes = []
+    unpaired = unheld.first if unheld is not None else None
+    if unheld is not None and unpaired is not None:
+        elsewhere = unheld.count - 1
+        others = f" (and {_plural(elsewhere, 'other exchange line')})" if elsewhere else ""
+        notes.append(
+            f"note: {name}: line {unpaired.line}: {unpaired.describe()}{others}; an answer it "
+            "names that the file holds is a row of its own"
+        )
     found: list[tuple[Union[SeqJump, TimeStep, None], int]] = [
         (seq.first, seq.count),
         (times.first, times.count),
@@ -91,7 +105,7 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     full = reader.spool_full
     if full is not None:
         notes.append(f"note: {path}: at {full.t:.3f} s {spool_full_words(full)}")
-    notes += order_notes(reader.path, reader.seq, reader.times, role)
+    notes += order_notes(reader.path, reader.seq, reader.times, role, reader.unheld)
     held = reader.held
     if held.let_go:
         notes.append(

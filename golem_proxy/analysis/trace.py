@@ -30,6 +30,7 @@ from ..recording.format import (
 from ..recording.held_frames import IN_FLIGHT_BYTES, HeldFrames, held_cost
 from ..recording.seq_watch import SeqWatch
 from ..recording.time_watch import TimeWatch
+from ..recording.unheld_exchanges import UnheldExchanges
 from .flows import Flow, FlowTracker
 from .server_stderr import stderr_heading
 
@@ -127,6 +128,11 @@ class FlowReader(OpenedRecording):
         """What the reader holds until a later line names it, and what it let go past its
         bound (`HeldFrames.let_go`), as far as read."""
         return self._reader.held
+
+    @property
+    def unheld(self) -> UnheldExchanges:
+        """The exchange lines naming frames the lines before them do not hold."""
+        return self._reader.unheld
 
     @property
     def seq(self) -> SeqWatch:

@@ -27,11 +27,11 @@ class ChunkReader:
         self.fd = fd
         self.size = RECV_SIZE
 
-    def read_ready(self) -> Optional[bytes]:
-        """What the kernel holds now, up to the current size (``b""``: end of stream), or
-        None when it holds nothing yet. Raises OSError (a reset)."""
+    def read_ready(self, most: Optional[int] = None) -> Optional[bytes]:
+        """What the kernel holds now, up to the current size and ``most`` bytes (``b""``: end
+        of stream), or None when it holds nothing yet. Raises OSError (a reset)."""
         try:
-            chunk = os.read(self.fd, self.size)
+            chunk = os.read(self.fd, self.size if most is None else min(self.size, most))
         except BlockingIOError:
             self.size = RECV_SIZE
             return None

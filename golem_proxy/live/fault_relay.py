@@ -49,7 +49,7 @@ from .enforce_limits import stopped_by_limits
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop
 from .intercept_holding import InterceptHolding
-from .read_on import Read, ReadOn
+from .read_on import Read, ReadOn, ReadOnBudget
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
@@ -69,6 +69,7 @@ class FaultRelay(InterceptHolding):
         conn: Connection,
         faults: Optional[ConnectionFaults],
         intercept: Optional[ConnectionIntercept] = None,
+        read_on: Optional[ReadOnBudget] = None,  # shared by every connection's pump
     ) -> None:
         self.profile = profile
         self.cap = cap
@@ -100,7 +101,8 @@ class FaultRelay(InterceptHolding):
         """Sends an answer the proxy made (`AnswerTurns.release`)."""
         self._pumped: set[Direction] = set()
         """The directions whose pumps returned."""
-        self.read_on = ReadOn(ChunkReader(conn.client.socket.fileno()), now, self._arrived)
+        client = ChunkReader(conn.client.socket.fileno())
+        self.read_on = ReadOn(client, now, self._arrived, read_on)
         """What the client sends while the request pump holds a frame, read as it comes."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
@@ -109,9 +111,11 @@ class FaultRelay(InterceptHolding):
             await self._pump(conn, direction, scope)
         finally:
             self._pumped.add(direction)
-            unsent = self.turns.not_sent()
-            if unsent and len(self._pumped) == len(Direction):  # the connection ended
-                conn.add_to_reason(unsent)
+            if len(self._pumped) == len(Direction):  # the connection ended
+                self.read_on.release()  # its share of what every connection may read on
+                unsent = self.turns.not_sent()
+                if unsent:
+                    conn.add_to_reason(unsent)
 
     async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         self.scope = scope  # both pumps of the connection share it

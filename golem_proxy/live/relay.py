@@ -37,6 +37,7 @@ from .observer import Observer
 from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .pumps import PlainPump, Pump, pump_both
+from .read_on import ReadOnBudget
 from .redact import Redactor
 from .resend_connection import ResendConnection
 from .route_gate import RouteGate, is_refusal
@@ -95,6 +96,9 @@ class Proxy(ResendConnection):
         """Connections accepted since the start."""
         self._unsent_budget = UnsentBudget()
         """What the clients of unreachable upstreams may have read at once (unreachable.py)."""
+        self.read_on_budget = ReadOnBudget()
+        """What the pumps holding a frame may read on behind it at once, all connections
+        together (read_on.py)."""
         self._all_closed = trio.Event()
         self._all_closed.set()
 
@@ -361,7 +365,14 @@ class Proxy(ResendConnection):
             )
         if faults is not None or intercept is not None:
             pump = FaultRelay(
-                self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
+                self.profile,
+                self.options.cap,
+                self.now,
+                self.publish,
+                conn,
+                faults,
+                intercept,
+                self.read_on_budget,
             ).pump
         await pump_both(conn, pump, self.now, self.options.idle_timeout)
 

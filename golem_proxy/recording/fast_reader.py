@@ -204,6 +204,8 @@ class FastRecordingReader(RecordingReader):
             # exact reader decides which one the exchange line takes.
             raise RecordingError("a frame number seen before")
         route = self._name(match.group(Groups.ROUTE))
+        if decoder.answer_of.active:  # as `LineDecoder` tells it every request frame
+            decoder.answer_of.asked(route, conn, asked[2])
         profile = self.route_profiles.get(route, self.profile)
         data = match.string
         request = self._frame(match, route, profile, match.start() + 1, asked, Direction.C2S)

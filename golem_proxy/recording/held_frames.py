@@ -136,6 +136,8 @@ class HeldFrames:
         """The requests of `_pairs` by connection."""
         self.let_go = 0
         """Requests let go past `limit` so far."""
+        self.told_early = 0
+        """Pairs let go before their exchange line (past `limit`, or a number read again)."""
         self._looks_left = LOOKUP_SLACK
         """Frame numbers the proxy's gaps may still name (`_named`)."""
         self._replaced: list[Pair] = []
@@ -254,6 +256,7 @@ class HeldFrames:
         asked = key if key in self._pairs else self._answer_for.get(key)
         if asked is not None:  # a damaged file: told as their exchange line would have
             self._replaced.append((self.frames[asked], self.frames[self._pairs[asked]]))
+            self.told_early += 1
         self.take(key)  # a number read again replaces what it held
         self.frames[key] = frame
         cost = self._costs[key] = held_cost(frame)
@@ -283,6 +286,7 @@ class HeldFrames:
         while self._pairs and self.held_bytes > target:
             asked, answered = next(iter(self._pairs.items()))
             pairs.append((self.frames[asked], self.frames[answered]))
+            self.told_early += 1
             self.take(asked)  # its answer with it
         counts: dict[tuple[int, str], list[int]] = {}
         routes: dict[tuple[int, str], str] = {}

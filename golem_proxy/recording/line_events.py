@@ -15,6 +15,7 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction, Event
+from .answer_of_check import AnswerOfCheck
 from .byte_skeleton import outcome_as_recorded
 from .frame_reading import event_object, read_frame
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
@@ -36,10 +37,11 @@ from .members import (
     member_tool_calls,
     shown,
 )
-from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, RecordingError
+from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, Header, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .time_watch import TimeWatch
+from .unheld_exchanges import UnheldExchange, UnheldExchanges
 from .v1_pairing import V1Pairing
 
 __all__ = ["RESTARTS_KEPT", "LineDecoder"]
@@ -128,9 +130,15 @@ class LineDecoder:
         routes: Optional[dict[str, Profile]] = None,
         version: int = VERSION,
         in_flight: int = IN_FLIGHT_BYTES,
+        header: Optional[Header] = None,
     ) -> None:
         self.profile = profile
         self.routes = routes or {}
+        self.answer_of = AnswerOfCheck(self.routes, header)
+        """Refuses a tool call's ``answer_of`` naming a GOLEM request no line before holds."""
+        self.unheld = UnheldExchanges()
+        """Exchange lines naming frames this reader does not hold (`UnheldExchanges`)."""
+        self._number = 0
         self.frames = HeldFrames(in_flight)
         """What an exchange line may still name (`HeldFrames`: within a bound)."""
         self.said: list[events.Event] = []
@@ -170,6 +178,7 @@ class LineDecoder:
         watched (``number``: its line number in the file, for `seq` and `times`). Raises
         RecordingError."""
         data, payload = event_object(line)
+        self._number = number
         event = self.decode_object(data, payload)
         # Both checked by decode_object.
         kind = data.get("kind")
@@ -210,6 +219,7 @@ class LineDecoder:
         if kind == "frame":
             return self._frame(data, payload, t)
         if kind == "gap":
+            self.answer_of.missed()
             return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
@@ -264,7 +274,16 @@ class LineDecoder:
                 index = answer.answers
             request, response = self.frames.take_exchange((conn, asked, index), answer_key)
             if request is None or response is None:
-                return None  # its frames were lost before a crash; nothing to pair
+                # Nothing to pair: said, unless this reader told the pair already or let its
+                # request go (past its bound), which it says itself.
+                if not (self.frames.let_go or self.frames.told_early):
+                    self.unheld.see(
+                        UnheldExchange(
+                            self._number, conn, route, index, answer_key[2],
+                            request is not None, response is not None,
+                        )
+                    )  # fmt: skip
+                return None
             # Decided as the tap decides it, from the frames (the line's status is for people),
             # with the profile of the frames' route (the line's may be damaged); but for a
             # frame read from a skeleton, which may not show what the tap decided on.
@@ -393,6 +412,12 @@ class LineDecoder:
         if self.routes:
             profile = self.routes.get(member_str(data, "route", ""), profile)
         frame = read_frame(data, payload, t, profile)
+        check = self.answer_of
+        if check.active:
+            if frame.answer_of is not None:
+                check.check(frame.answer_of)
+            elif frame.direction is Direction.C2S:
+                check.asked(frame.route, frame.conn, frame.index)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
         elif self.on_frame is not None and payload is not None:

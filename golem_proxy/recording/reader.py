@@ -35,6 +35,7 @@ from .payload_places import LeavesPayloads
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 from .seq_watch import SeqWatch
 from .time_watch import TimeWatch
+from .unheld_exchanges import UnheldExchanges
 from .writer_lock import WRITER_LOCK, WRITER_LOCK_KIND, writer_holds_lock
 
 __all__ = [
@@ -161,7 +162,7 @@ class RecordingReader:
             raise self._named(exc) from None
         """The routes whose frames have a profile of their own, by name."""
         self._decoder = LineDecoder(
-            self.profile, self.route_profiles, self.header.version, in_flight
+            self.profile, self.route_profiles, self.header.version, in_flight, self.header
         )
         if leave_payloads is not None:
             self._decoder.on_frame = self._leave_payload
@@ -204,6 +205,12 @@ class RecordingReader:
         """The frames held until a later line names them, and the requests let go past the
         bound, as far as read."""
         return self._decoder.frames
+
+    @property
+    def unheld(self) -> UnheldExchanges:
+        """The exchange lines naming frames the lines before them do not hold, as far as
+        read."""
+        return self._decoder.unheld
 
     @property
     def seq(self) -> SeqWatch:

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from golem_core.profiles import Profile
 
+from ..events import AnswerOf
 from ..terminal import safe_text
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
@@ -88,6 +89,9 @@ class _Part:
 
     rows: list[Optional[Row]]
     orphans: list[Orphan]
+    claims: list[tuple[int, AnswerOf]]
+    """The ``answer_of`` of a tool call's answer naming a GOLEM request the part does not
+    hold before it, with the newline before its line: the lines before the part decide."""
 
 
 class _Loader:
@@ -102,12 +106,16 @@ class _Loader:
         max_line: int,
         *,
         partial: bool = False,
+        header: Optional[Header] = None,
     ) -> None:
         self.profile = profile
         self.routes = routes
         # Reads every line of another kind as the reader does (it holds no frames: none are
         # given to it), so that a line the reader refuses is refused here the same way.
-        self._reader = LineDecoder(profile, routes)
+        self._reader = LineDecoder(profile, routes, header=header)
+        # Told every request frame, as the reader's is, and every gap line (`_reader`).
+        self._answer_of = self._reader.answer_of
+        self.claims: list[tuple[int, AnswerOf]] = []
         self.buffer = buffer
         self.max_line = max_line
         self.partial = partial
@@ -145,6 +153,7 @@ class _Loader:
         name = self._names
         view = self._view
         check = check_payload
+        answer_of = self._answer_of
         for match in LINE.finditer(buffer, previous, end):
             at = match.start()
             if at != previous:
@@ -160,6 +169,8 @@ class _Loader:
                     t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
                     check(buffer, view, match.start(7), match.end(7))
                     check(buffer, view, match.start(10), match.end(10))
+                    if answer_of.active:
+                        answer_of.asked(name[route], int(match[2]), int(match[4]))
                     append(
                         (
                             name[route],
@@ -176,6 +187,8 @@ class _Loader:
                 if key is not None:
                     check(buffer, view, match.start(15), match.end(15))
                     frames[key] = match
+                    if answer_of.active:
+                        answer_of.asked_key(key, name[match[12]])
                     if self.partial:
                         self.stored.add(key)
                 else:
@@ -216,7 +229,7 @@ class _Loader:
             newline = following
 
     def part(self) -> _Part:
-        return _Part(self.rows, self.orphans)
+        return _Part(self.rows, self.orphans, self.claims)
 
     def _gap(self, start: int, newline: int) -> None:
         """Whole lines the fast pattern did not take (other events, frames and exchanges in
@@ -230,7 +243,7 @@ class _Loader:
             line = self.buffer[position + 1 : following + 1]  # with its newline, as read
             if line.strip():  # blank lines are skipped, as the reader skips them
                 try:
-                    self._slow(line)
+                    self._slow(line, position)
                 except RecordingError as exc:
                     raise RecordingError(exc.what, line=position) from None
                 except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
@@ -239,11 +252,11 @@ class _Loader:
                     raise RecordingError(what, line=position) from None
             position = following
 
-    def _slow(self, line: bytes) -> None:
+    def _slow(self, line: bytes, newline: int) -> None:
         data, payload = event_object(line)
         kind = data.get("kind")
         if kind == "frame":
-            self._slow_frame(data, payload)
+            self._slow_frame(data, payload, newline)
             return
         # Checked as the reader checks it (an exchange line too: its frames are in
         # ``self.frames``, not the reader's, so it pairs nothing there).
@@ -252,11 +265,18 @@ class _Loader:
             head = _pair_key(member_int(data, "conn", 0), member_str(data, "route", ""))
             self._pair(head, b"%d" % member_int(data, "req"), b"%d" % member_int(data, "resp"))
 
-    def _slow_frame(self, data: dict[str, Any], payload: Optional[bytes]) -> None:
+    def _slow_frame(self, data: dict[str, Any], payload: Optional[bytes], newline: int) -> None:
         t = member_number(data, "t")
         member_optional_int(data, "seq")  # in the reader's order (`LineDecoder._decode`)
         route = member_str(data, "route", "")
         frame = read_frame(data, payload, t, self.routes.get(route, self.profile))
+        answer_of, found = self._answer_of, frame.answer_of
+        if answer_of.active and found is None and frame.direction.value == "c2s":
+            answer_of.asked(frame.route, frame.conn, frame.index)
+        elif found is not None and self.partial and not answer_of.holds(found):
+            self.claims.append((newline, found))  # the lines before the part decide: `adopt`
+        elif found is not None:
+            answer_of.check(found)
         info: FrameInfo = (
             frame.route,
             member_optional_str(data, "method"),
@@ -323,6 +343,11 @@ class _Loader:
     def adopt(self, part: _Part) -> None:
         """Append the rows of the part that follows this loader's range, pairing its orphans
         with the frames left here, as one process reading on would have."""
+        for newline, found in part.claims:
+            try:
+                self._answer_of.check(found)
+            except RecordingError as exc:
+                raise RecordingError(exc.what, line=self._line_number(newline)) from None
         for index, request_key, request, response_key, response, head in part.orphans:
             if response is None and response_key is not None:
                 # An answer from this range decides its request, as in `_pair`.
@@ -353,6 +378,7 @@ def _scan(
     max_line: int,
     header_end: int,
     end: int,
+    header: Header,
 ) -> list[Row]:
     """Rows of the event lines between the header and ``end``; the second half of a large
     trace is read by a forked child meanwhile."""
@@ -360,12 +386,12 @@ def _scan(
     middle = -1
     if end - header_end >= PARALLEL_MIN_BYTES:
         middle = buffer.find(b"\n", previous + (end - previous) // 2, end - 1)
-    loader = _Loader(profile, routes, buffer, max_line)
+    loader = _Loader(profile, routes, buffer, max_line, header=header)
     child = None
     try:
         if middle >= 0:
             child = ForkedCall.start(
-                lambda: _scan_part(profile, routes, buffer, max_line, middle, end)
+                lambda: _scan_part(profile, routes, buffer, max_line, middle, end, header)
             )
         if child is None:
             loader.scan(previous, end)
@@ -374,7 +400,7 @@ def _scan(
         try:
             part = child.result()
         except ForkedCallError:  # the child died: read its half here
-            part = _scan_part(profile, routes, buffer, max_line, middle, end)
+            part = _scan_part(profile, routes, buffer, max_line, middle, end, header)
     finally:
         if child is not None:
             child.cancel()
@@ -389,8 +415,9 @@ def _scan_part(
     max_line: int,
     previous: int,
     end: int,
+    header: Header,
 ) -> _Part:
-    loader = _Loader(profile, routes, buffer, max_line, partial=True)
+    loader = _Loader(profile, routes, buffer, max_line, partial=True, header=header)
     loader.scan(previous, end)
     return loader.part()
 
@@ -434,7 +461,7 @@ def _scan_file(path: str, max_line: int) -> Scan:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        rows = _scan(profile, routes, buffer, max_line, len(first), last_newline + 1)
+        rows = _scan(profile, routes, buffer, max_line, len(first), last_newline + 1, header)
         if end - last_newline - 1 > max_line:  # unless the reader refuses it for its length
             at = line_at(buffer, last_newline + 1)
             raise RecordingError(f"longer than {max_line} bytes", line=at)

@@ -15,7 +15,7 @@ from golem_core.messages import ABSENT, Malformed, Request, Role
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Event
+from ..events import Direction, Event, FrameSeen
 from ..recording import files
 from ..recording.format import SESSION_END_PROMISE, Header, RecordingWriter
 from ..recording.frame_skeleton import over_parse_budget
@@ -129,6 +129,15 @@ def save_events(
     extra.pop(SESSION_END_PROMISE, None)
     if filter_text:
         extra["filtered_by"] = filter_text
+    unsaved = _answers_of_unsaved(events)
+    if unsaved:
+        # Without it, a reader would refuse the copy (an answer_of naming no request it holds).
+        said = (
+            "1 tool call returned the answer of a GOLEM exchange not in it"
+            if unsaved == 1
+            else f"{unsaved} tool calls returned the answers of GOLEM exchanges not in it"
+        )
+        left_out = f"{left_out}; {said}" if left_out else said
     if left_out:
         extra["left_out"] = left_out
     new_header = dataclasses.replace(header, extra=extra)
@@ -147,3 +156,21 @@ def save_events(
             os.unlink(path)
         raise
     return writer.seq
+
+
+def _answers_of_unsaved(events: Sequence[Event]) -> int:
+    """How many tool calls' answers among ``events`` name (``answer_of``) a GOLEM request the
+    events before them do not hold: the view left it out, or the session's file lacked it."""
+    if not any(isinstance(e, FrameSeen) and e.answer_of is not None for e in events):
+        return 0
+    asked: set[tuple[str, int, int]] = set()
+    unsaved = 0
+    for event in events:
+        if not isinstance(event, FrameSeen):
+            continue
+        found = event.answer_of
+        if found is not None:
+            unsaved += (found.route, found.conn, found.index) not in asked
+        elif event.direction is Direction.C2S:
+            asked.add((event.route, event.conn, event.index))
+    return unsaved

@@ -179,7 +179,8 @@ class RecordingSource:
         """Say above the table, as `show` says on stderr, where the lines read so far were
         first lost or out of order (their ``seq``, their ``t``); again only when that
         changes (a followed file's count of other places grows)."""
-        notes = tuple(order_notes(self.path, self._reader.seq, self._reader.times))
+        reader = self._reader
+        notes = tuple(order_notes(self.path, reader.seq, reader.times, unheld=reader.unheld))
         if notes != self._order_notes:
             self._order_notes = notes
             sink.describe(SourceInfo(self.description, notes))

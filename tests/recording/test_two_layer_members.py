@@ -84,6 +84,24 @@ CASES = {
         {"answer_of": {**ANSWER_OF, "route": "mcp"}},
         "line 8: answer_of names the MCP hop's own route: it names a GOLEM exchange",
     ),
+    "answer-of-no-such-connection": (
+        {},
+        {"answer_of": {**ANSWER_OF, "conn": 9}},
+        "line 8: answer_of names connection 9 of route 'main', of which no request is in the "
+        "lines before it",
+    ),
+    "answer-of-no-such-route": (
+        {},
+        {"answer_of": {**ANSWER_OF, "route": "gh"}},
+        "line 8: answer_of names connection 2 of route 'gh', of which no request is in the "
+        "lines before it",
+    ),
+    "answer-of-no-such-frame": (
+        {},
+        {"answer_of": {**ANSWER_OF, "n": 7}},
+        "line 8: answer_of names request frame 7 of connection 2 of route 'main', which the "
+        "lines before it do not hold (its last is frame 0)",
+    ),
 }
 
 
@@ -109,6 +127,8 @@ def test_a_member_that_cannot_be_true_is_refused_by_every_reader(tmp_path: Path,
     path = _write(tmp_path, _session(golem_answer, mcp_answer))
     readers = [
         ("show",),
+        ("show", "--json"),
+        ("stats",),
         ("check",),
         ("replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"),
         ("mcp-verify", "--timeout", "5", "--", "true"),
@@ -118,3 +138,33 @@ def test_a_member_that_cannot_be_true_is_refused_by_every_reader(tmp_path: Path,
         assert (done.returncode, done.stderr.strip()) == (2, f"golem-proxy: {path}: {said}"), (
             command
         )
+    # query reads it in a worker process of its own: refused there too, naming the line.
+    done = run_cli("query", "SELECT count(*) FROM flows", str(path))
+    assert done.returncode != 0 and said in done.stderr, done.stderr
+
+
+def _gap_before_the_answer(lines: list[str]) -> list[str]:
+    """``lines`` with a ``gap`` line before the tool call's answer: the disk lost events."""
+    gap = _line(seq=8, t=0.007, kind="gap", missed=2, consumer="recording")
+    return [*lines[:7], gap, *lines[7:]]
+
+
+def _saved_view(lines: list[str]) -> list[str]:
+    """``lines`` as the TUI saves a view that left flows out (its header says so)."""
+    header = json.loads(lines[0])
+    header["left_out"] = "3 older flows let go from memory before it, not in it"
+    return [_line(**header), *lines[1:]]
+
+
+@pytest.mark.parametrize("made", [_gap_before_the_answer, _saved_view])
+def test_an_answer_of_the_file_may_lack_is_believed(tmp_path: Path, made: Any) -> None:
+    """The proxy named an exchange it decoded; a file whose disk fell behind (a gap line) or
+    a view saved without some flows may not hold it: such a file is read, not refused."""
+    lines = made(_session({"late": True}, {"answer_of": {**ANSWER_OF, "conn": 9}}))
+    path = _write(tmp_path, lines)
+    for command in ("show", "replay"):
+        args = [command, str(path)]
+        if command == "replay":
+            args += ["--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"]
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr

@@ -1,0 +1,126 @@
+"""An exchange line naming frames the lines before it do not hold (an answer whose ``answers``
+names a request the file lacks, or an exchange of frames never written) pairs nothing, and
+every view says so once, naming the line, rather than drop it without a word; replay pairs
+nothing there either. Crafted recordings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from golem_proxy.analysis.trace import open_flows
+from golem_proxy.recording.fast_reader import FastRecordingReader
+from golem_proxy.recording.files import open_recording
+from golem_proxy.recording.reader import RecordingReader
+from golem_proxy.replay.recorded_exchanges import load_exchanges
+from tests.support.cli_helpers import run_cli
+
+MAIN = {"name": "main", "listen": "127.0.0.1:19876", "upstream": "127.0.0.1:9876"}
+
+
+def _line(**members: Any) -> str:
+    return json.dumps(members, separators=(",", ":"), ensure_ascii=False)
+
+
+def _frame(seq: int, direction: str, n: int, msg: Any, **more: Any) -> str:
+    kind = "request" if direction == "c2s" else "response"
+    return _line(
+        seq=seq, t=seq / 1000, kind="frame", conn=1, route="main", dir=direction, n=n,
+        size=len(json.dumps(msg)), type=kind, **more, msg=msg,
+    )  # fmt: skip
+
+
+def _exchange(seq: int, req: int, resp: int) -> str:
+    return _line(
+        seq=seq, t=seq / 1000, kind="exchange", conn=1, route="main", req=req, resp=resp,
+        method="echo", status="ok", latency=0.001, outcome="ok",
+    )  # fmt: skip
+
+
+def _recording(tmp_path: Path, *middle: str) -> Path:
+    """One connection: an echo exchange, then ``middle``, then its close."""
+    lines = [
+        _line(
+            format="golem-proxy-recording", version=2, profile="golem", routes=[MAIN],
+            started_at="2026-12-06T00:00:00Z", clock="t", tool="golem-proxy", redact=[],
+        ),
+        _line(seq=1, t=0.001, kind="open", conn=1, route="main", client="c", upstream="u"),
+        _frame(2, "c2s", 0, {"id": "a", "method": "echo", "params": {}}, method="echo",
+               expects_answer=True),
+        _frame(3, "s2c", 0, {"id": "a", "result": {}, "error": None}, answers=0),
+        _exchange(4, 0, 0),
+        *middle,
+        _line(seq=9, t=0.009, kind="close", conn=1, route="main", reason="client closed",
+              bytes={"c2s": 0, "s2c": 0}, abnormal=False),
+    ]  # fmt: skip
+    path = tmp_path / "unheld.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+ANSWER_TO_NO_REQUEST = (
+    _frame(5, "s2c", 1, {"id": "zz", "result": {"x": 1}, "error": None}, answers=5),
+    _exchange(6, 5, 1),
+)
+ANSWER_TO_NO_REQUEST_NOTE = (
+    "line 7: an exchange names request 5 and answer 1 of connection 1 (main), and the lines "
+    "before it hold no request 5 waiting for an answer: nothing is paired; an answer it names "
+    "that the file holds is a row of its own"
+)
+NO_FRAMES_NOTE = (
+    "line 6: an exchange names request 3 and answer 3 of connection 1 (main), and the lines "
+    "before it hold no request 3 waiting for an answer: nothing is paired; an answer it names "
+    "that the file holds is a row of its own"
+)
+
+
+def test_an_answer_to_a_request_the_file_lacks_is_a_row_and_its_exchange_is_said(
+    tmp_path: Path,
+) -> None:
+    path = _recording(tmp_path, *ANSWER_TO_NO_REQUEST)
+    for command in ("show", "stats", "check"):
+        done = run_cli(command, str(path))
+        assert f"note: {path}: {ANSWER_TO_NO_REQUEST_NOTE}" in done.stderr.splitlines(), command
+    rows = [json.loads(row) for row in run_cli("show", "--json", str(path)).stdout.splitlines()]
+    # The answer is a row of its own, with no request; the echo exchange is the only pair.
+    assert [(row["method"], row["id"], row["request"]) for row in rows] == [
+        ("echo", "a", {"id": "a", "method": "echo", "params": {}}),
+        (None, "zz", None),
+    ]
+    # The fast path (replay, verify, diff) pairs as the reader does: the echo exchange only.
+    trace = load_exchanges(str(path))
+    try:
+        assert [exchange.method for exchange in trace.exchanges] == ["echo"]
+    finally:
+        trace.close()
+
+
+def test_an_exchange_of_frames_never_written_is_said(tmp_path: Path) -> None:
+    path = _recording(tmp_path, _exchange(5, 3, 3))
+    done = run_cli("show", str(path))
+    assert done.returncode == 0, done.stderr
+    assert f"note: {path}: {NO_FRAMES_NOTE}" in done.stderr.splitlines()
+    assert "1 flow (1 in the recording)" in done.stdout
+    # query's workers say it too, once.
+    done = run_cli("query", "SELECT count(*) AS n FROM flows", str(path))
+    assert done.stderr.count(NO_FRAMES_NOTE) == 1, done.stderr
+
+
+def test_every_reader_finds_the_same_first_line_and_counts_them(tmp_path: Path) -> None:
+    path = _recording(tmp_path, *ANSWER_TO_NO_REQUEST, _exchange(7, 8, 8))
+    for kind in (RecordingReader, FastRecordingReader):
+        with open_recording(str(path)) as stream:
+            reader = kind(stream)
+            list(reader)
+        first = reader.unheld.first
+        assert first is not None and (first.line, first.request, reader.unheld.count) == (7, 5, 2)
+    with open_flows(str(path)) as flows:
+        list(flows.flows())
+        assert flows.unheld.count == 2
+
+
+def test_a_well_formed_recording_says_nothing(tmp_path: Path) -> None:
+    path = _recording(tmp_path)
+    done = run_cli("show", str(path))
+    assert done.returncode == 0 and "exchange names" not in done.stderr, done.stderr
