@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from golem_core.outcome import OK
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
-from golem_proxy.recording import scan
+from golem_proxy.recording import scan, scan_loader
 from golem_proxy.recording.forked import can_fork
 from golem_proxy.recording.format import (
     Header,
@@ -25,6 +25,7 @@ from golem_proxy.recording.format import (
     RouteInfo,
     read_recording,
 )
+from golem_proxy.recording.reader import parse_header
 from golem_proxy.replay.index import encode_recorded, load_exchanges
 from tests.support.frames import frame_seen
 
@@ -207,21 +208,24 @@ def rows_split_at_every_line(path: Path) -> list[list[Any]]:
     """The rows two processes would read, for every place the split can fall."""
     data = path.read_bytes()
     header_end = data.index(b"\n") + 1
+    header = parse_header(data[:header_end])[0]
     end = data.rindex(b"\n") + 1
     results = []
     for middle in range(header_end, end - 1):
         if data[middle] != ord("\n"):
             continue
-        first = scan._Loader(GOLEM, {}, data, 1 << 20)
+        first = scan_loader.Loader(GOLEM, {}, data, 1 << 20, header=header)
         first.scan(header_end - 1, middle + 1)
-        first.adopt(scan._scan_part(GOLEM, {}, data, 1 << 20, middle, end))
+        first.adopt(scan._scan_part(GOLEM, {}, data, 1 << 20, middle, end, header))
         results.append([row for row in first.rows if row is not None])
     return results
 
 
 def rows_in_one_process(path: Path) -> list[Any]:
     data = path.read_bytes()
-    return scan._scan(GOLEM, {}, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
+    header_end = data.index(b"\n") + 1
+    header = parse_header(data[:header_end])[0]
+    return scan._scan(GOLEM, {}, data, 1 << 20, header_end, data.rindex(b"\n") + 1, header)
 
 
 def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
