@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Optional, Union
 
+from golem_core.messages import JsonId
+
 from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 from .flow import Flow
 
@@ -89,12 +91,19 @@ class FaultRows:
         return self._waiting_answer(event)
 
     def _waiting_answer(self, event: Step) -> Optional[Flow]:
-        """The oldest request of ``event``'s method still waiting on its connection for the
-        answer ``event`` acted on, whose answer the proxy has not decided on yet."""
+        """The request still waiting on its connection for the answer ``event`` acted on,
+        whose answer the proxy has not decided on yet: the one of the id the answer carried
+        (`ProxyAction.message_id`: a server may answer out of order), or, for an answer
+        without one (or a step recorded before steps carried it), the oldest of its method."""
         asked = (event.conn, event.direction.reverse)
+        ident = event.message_id
         for key in self._requests_of.get(asked, {}):
             flow = self._by_request[key]
-            if flow.method == event.method and not _answer_decided(flow):
+            if _answer_decided(flow):
+                continue
+            if ident is None and flow.method == event.method:
+                return flow
+            if ident is not None and _same_id(flow, ident):
                 return flow
         # Its request is not waiting here (let go, or before this view): no row is its.
         return None
@@ -109,6 +118,15 @@ class FaultRows:
         if asked is not None:
             asked.faults += steps
             asked.answer_changed_in = flow.number
+
+
+def _same_id(flow: Flow, ident: JsonId) -> bool:
+    """Whether ``flow``'s request carries ``ident`` (of its type: ``1`` is no ``"1"``)."""
+    request = flow.request
+    if request is None:
+        return False
+    found = request.message.id
+    return type(found) is type(ident) and found == ident
 
 
 def _answer_decided(flow: Flow) -> bool:

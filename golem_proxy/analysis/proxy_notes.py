@@ -11,7 +11,6 @@ drop)``) gets no second word of it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
@@ -31,9 +30,6 @@ __all__ = [
 ]
 
 ProxyStep = Union[FaultInjected, InterceptStep]
-
-_DELAYED = re.compile(r"delayed (\d+) ms")
-"""How a delay's event says how long it held the frame (live/faults.py)."""
 
 _CHANGES_BYTES = frozenset(("corrupt", "truncate", InterceptKind.EDITED.label))
 """Steps after which the frame's bytes are the proxy's, not its sender's."""
@@ -66,14 +62,12 @@ def changes_answer(step: ProxyStep) -> bool:
 
 def delay_seconds(steps: Iterable[ProxyStep]) -> float:
     """How long the proxy's ``--fault delay`` held the row's frames, in seconds, as each
-    delay's event says."""
-    total = 0.0
-    for step in steps:
-        if isinstance(step, FaultInjected) and step.fault == "delay":
-            found = _DELAYED.match(step.detail)
-            if found is not None:
-                total += int(found.group(1)) / 1000
-    return total
+    delay's event carries it (`FaultInjected.held_s`)."""
+    return sum(
+        step.held_s or 0.0
+        for step in steps
+        if isinstance(step, FaultInjected) and step.fault == "delay"
+    )
 
 
 def _seconds(seconds: float) -> str:

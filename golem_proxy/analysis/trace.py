@@ -19,7 +19,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen, ObservationLost, SessionEnded
+from ..events import Event, FaultInjected, FrameSeen, InterceptStep, ObservationLost, SessionEnded
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import (
     OpenedRecording,
@@ -312,6 +312,12 @@ def json_ms(seconds: Optional[float]) -> Optional[float]:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
+def _held(action: FaultInjected | InterceptStep) -> dict[str, float]:
+    """``held``: the seconds a delay held its frame, as its event carries it."""
+    held = action.held_s if isinstance(action, FaultInjected) else None
+    return {} if held is None else {"held": held}
+
+
 def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
     """One flow as a JSON object: what `show --json` and `export --format jsonl` print."""
     ident = None
@@ -374,6 +380,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
                 "t": action.t,
                 "detail": action.detail,
                 "withheld": action.withheld,
+                **_held(action),
             }
             for action in flow.faults
         ]
