@@ -193,6 +193,25 @@ def test_diff_says_a_difference_is_the_proxys_doing(recordings: Path) -> None:
     assert changed[0].endswith("the proxy's doing: B#2 --fault error")
 
 
+def test_diff_json_names_the_proxys_steps_on_a_pair(recordings: Path) -> None:
+    """``diff --json`` says what the text says: which side's row the proxy acted on, and how,
+    so that a difference it made is not read as the plugin's."""
+    paths = (str(recordings / "clean.jsonl"), str(recordings / "faults.jsonl"))
+    diffed = run_cli("diff", "--json", *paths)
+    assert diffed.returncode == 1, diffed.stderr
+    pairs = {pair["method"]: pair for pair in json.loads(diffed.stdout)["exchanges"]}
+    layers = pairs["scene.list_layers"]
+    assert (layers["status"], layers["b"], layers["b_proxy"]) == ("changed", 2, ["--fault error"])
+    assert "a_proxy" not in layers
+    dropped = pairs["scene.get_document_info"]
+    assert (dropped["status"], dropped["b_proxy"]) == ("unanswered-b", ["--fault drop"])
+    # The other way round, the proxy's row is A's.
+    flipped = run_cli("diff", "--json", *reversed(paths))
+    pairs = {pair["method"]: pair for pair in json.loads(flipped.stdout)["exchanges"]}
+    assert pairs["scene.list_layers"]["a_proxy"] == ["--fault error"]
+    assert "b_proxy" not in pairs["scene.list_layers"]
+
+
 MIXED = (
     "--fault", "delay:ms=200,method=scene.get_object,dir=c2s",
     "--fault", "drop:method=scene.list_layers,times=1",
