@@ -51,6 +51,7 @@ class FaultRows:
         if flow is None:
             return None
         flow.faults += steps
+        self._under_call(flow, steps)
         if event.direction is Direction.S2C and event.fault in _CHANGES_ANSWER:
             self._answer_changed(flow, event, steps)
         return flow
@@ -118,6 +119,23 @@ class FaultRows:
         if asked is not None:
             asked.faults += steps
             asked.answer_changed_in = flow.number
+            self._under_call(asked, steps)
+
+    def _under_call(self, flow: Flow, steps: tuple[Step, ...]) -> None:
+        """Say ``steps``, which landed on GOLEM row ``flow``, on the row of the tool call its
+        frames name (`FrameSeen.tool_calls`, decided as its request reached the proxy), when
+        they name one call alone and that call still waits for its answer: its row is then
+        still to be shown, and what its result says may be the proxy's doing."""
+        frame = flow.request if flow.request is not None else flow.response
+        calls = frame.tool_calls if frame is not None else None
+        if calls is None or len(calls) != 1:
+            return
+        call = self._by_request.get((calls[0].conn, Direction.C2S, calls[0].index))
+        if call is None:
+            return
+        under = dict(call.proxy_under)
+        under[flow.number] = (*under.get(flow.number, ()), *steps)
+        call.proxy_under = tuple(under.items())
 
 
 def _same_id(flow: Flow, ident: JsonId) -> bool:

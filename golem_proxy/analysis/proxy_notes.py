@@ -26,6 +26,7 @@ __all__ = [
     "delay_seconds",
     "proxy_words",
     "step_names",
+    "under_words",
     "violation_by_proxy",
 ]
 
@@ -130,6 +131,13 @@ def proxy_words(
         if text is not None and text not in words:
             words.append(text)
     return "; ".join(words)
+
+
+def under_words(rows: Iterable[tuple[int, Sequence[ProxyStep]]]) -> str:
+    """What the proxy did to the GOLEM rows under a tool call (`Flow.proxy_under`), each
+    named: ``GOLEM #8: --fault error``, joined with ``; ``; empty when it did nothing."""
+    said = [(row, proxy_words(steps)) for row, steps in rows]
+    return "; ".join(f"GOLEM #{row}: {words}" for row, words in said if words)
 
 
 def _changed_answer(step: ProxyStep, row: int) -> Optional[str]:
