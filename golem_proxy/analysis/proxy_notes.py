@@ -24,6 +24,7 @@ __all__ = [
     "acted",
     "changes_answer",
     "delay_seconds",
+    "held_of",
     "proxy_words",
     "step_names",
     "under_words",
@@ -64,11 +65,15 @@ def changes_answer(step: ProxyStep) -> bool:
 def delay_seconds(steps: Iterable[ProxyStep]) -> float:
     """How long the proxy's ``--fault delay`` held the row's frames, in seconds, as each
     delay's event carries it (`FaultInjected.held_s`)."""
-    return sum(
-        step.held_s or 0.0
-        for step in steps
-        if isinstance(step, FaultInjected) and step.fault == "delay"
-    )
+    return sum(held_of(step) or 0.0 for step in steps)
+
+
+def held_of(step: ProxyStep) -> Optional[float]:
+    """The seconds a ``--fault delay`` held its frame, as its event carries it
+    (`FaultInjected.held_s`); None for another step, or a delay that says no amount."""
+    if isinstance(step, FaultInjected) and step.fault == "delay":
+        return step.held_s
+    return None
 
 
 def _seconds(seconds: float) -> str:

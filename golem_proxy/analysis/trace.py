@@ -19,7 +19,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FaultInjected, FrameSeen, InterceptStep, ObservationLost, SessionEnded
+from ..events import Event, FrameSeen, ObservationLost, SessionEnded
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import (
     OpenedRecording,
@@ -31,6 +31,7 @@ from ..recording.held_frames import IN_FLIGHT_BYTES, HeldFrames, held_cost
 from ..recording.seq_watch import SeqWatch
 from ..recording.time_watch import TimeWatch
 from .flows import Flow, FlowTracker
+from .proxy_notes import ProxyStep, held_of
 from .server_stderr import stderr_heading
 
 __all__ = [
@@ -312,9 +313,9 @@ def json_ms(seconds: Optional[float]) -> Optional[float]:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
-def _held(action: FaultInjected | InterceptStep) -> dict[str, float]:
+def _held(action: ProxyStep) -> dict[str, float]:
     """``held``: the seconds a delay held its frame, as its event carries it."""
-    held = action.held_s if isinstance(action, FaultInjected) else None
+    held = held_of(action)
     return {} if held is None else {"held": held}
 
 
