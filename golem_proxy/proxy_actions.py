@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+from golem_core.messages import JsonId
+
 if TYPE_CHECKING:
     # Only an annotation here: events.py imports this module to re-export its events.
     from .events import Direction
@@ -40,6 +42,11 @@ class ProxyAction:
     redacted: tuple[str, ...] = ()
     """The paths whose values redaction replaced in ``original`` (and ``echo``, as on a
     frame): ``original`` is then not the bytes that came."""
+    message_id: JsonId = None
+    """The id of the message acted on, as the proxy read it where it decided (an answer's:
+    the id of the request it answers); None when it had none or was not read. It places a
+    step on an answer never recorded (withheld, held, lost) on the row of the request that
+    answer was for, where a server answers out of order (`FaultRows`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +56,10 @@ class FaultInjected(ProxyAction):
     ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
 
     fault: str
+    held_s: Optional[float] = None
+    """Of a ``delay``: the seconds the proxy held the frame, as the relay that held it
+    measured the hold (several delays of one frame share its hold by their amounts); None on
+    other faults, and on a delay that says no amount."""
 
     @property
     def withholds(self) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Optional, Union
 
+from golem_core.messages import JsonId
+
 from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 from .flow import Flow
 
@@ -49,6 +51,7 @@ class FaultRows:
         if flow is None:
             return None
         flow.faults += steps
+        self._under_call(flow, steps)
         if event.direction is Direction.S2C and event.fault in _CHANGES_ANSWER:
             self._answer_changed(flow, event, steps)
         return flow
@@ -89,12 +92,19 @@ class FaultRows:
         return self._waiting_answer(event)
 
     def _waiting_answer(self, event: Step) -> Optional[Flow]:
-        """The oldest request of ``event``'s method still waiting on its connection for the
-        answer ``event`` acted on, whose answer the proxy has not decided on yet."""
+        """The request still waiting on its connection for the answer ``event`` acted on,
+        whose answer the proxy has not decided on yet: the one of the id the answer carried
+        (`ProxyAction.message_id`: a server may answer out of order), or, for an answer
+        without one (or a step recorded before steps carried it), the oldest of its method."""
         asked = (event.conn, event.direction.reverse)
+        ident = event.message_id
         for key in self._requests_of.get(asked, {}):
             flow = self._by_request[key]
-            if flow.method == event.method and not _answer_decided(flow):
+            if _answer_decided(flow):
+                continue
+            if ident is None and flow.method == event.method:
+                return flow
+            if ident is not None and _same_id(flow, ident):
                 return flow
         # Its request is not waiting here (let go, or before this view): no row is its.
         return None
@@ -109,6 +119,32 @@ class FaultRows:
         if asked is not None:
             asked.faults += steps
             asked.answer_changed_in = flow.number
+            self._under_call(asked, steps)
+
+    def _under_call(self, flow: Flow, steps: tuple[Step, ...]) -> None:
+        """Say ``steps``, which landed on GOLEM row ``flow``, on the row of the tool call its
+        frames name (`FrameSeen.tool_calls`, decided as its request reached the proxy), when
+        they name one call alone and that call still waits for its answer: its row is then
+        still to be shown, and what its result says may be the proxy's doing."""
+        frame = flow.request if flow.request is not None else flow.response
+        calls = frame.tool_calls if frame is not None else None
+        if calls is None or len(calls) != 1:
+            return
+        call = self._by_request.get((calls[0].conn, Direction.C2S, calls[0].index))
+        if call is None:
+            return
+        under = dict(call.proxy_under)
+        under[flow.number] = (*under.get(flow.number, ()), *steps)
+        call.proxy_under = tuple(under.items())
+
+
+def _same_id(flow: Flow, ident: JsonId) -> bool:
+    """Whether ``flow``'s request carries ``ident`` (of its type: ``1`` is no ``"1"``)."""
+    request = flow.request
+    if request is None:
+        return False
+    found = request.message.id
+    return type(found) is type(ident) and found == ident
 
 
 def _answer_decided(flow: Flow) -> bool:

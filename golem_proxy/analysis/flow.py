@@ -35,7 +35,7 @@ from ..status_tone import (
     undelivered_status,
 )
 from ..terminal import safe_text
-from .proxy_notes import proxy_words
+from .proxy_notes import proxy_words, under_words
 from .server_stderr import ServerStderr
 
 __all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
@@ -80,6 +80,11 @@ class Flow:
     violations: tuple[Violation, ...] = ()
     faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
     """Faults the proxy injected into the flow and the steps of its frames' interception."""
+    proxy_under: tuple[tuple[int, tuple[Union[FaultInjected, InterceptStep], ...]], ...] = ()
+    """Of an MCP tool call: the GOLEM rows of it the proxy acted on, each with its steps,
+    placed by the flow tracker as each step landed on a row whose frames name this call
+    alone, while the call waited for its answer (fault_rows.py): a failure the proxy made
+    under the call is not read as the server's or the plugin's."""
     closed_unanswered: bool = False
     """The request will have no answer: its connection closed first, or the side that was to
     answer ended its stream (``stream_ended``)."""
@@ -340,7 +345,7 @@ class Flow:
         ``unanswered (withheld: --fault drop)``, ``ok (+31.0 s --fault delay)``: an answer
         the proxy made, withheld or held is never read as its receiver's or sender's."""
         status = self.plain_status(profile)
-        if not self.faults:
+        if not self.faults and not self.proxy_under:
             return status
         said = [self.withholding] if self.withheld_by else []
         if self.stream_ended is not None and self.stream_ended.cut:
@@ -348,6 +353,8 @@ class Flow:
         words = proxy_words(
             self.faults, [step for step in said if step is not None], self.answer_changed_in
         )
+        under = under_words(self.proxy_under)
+        words = "; ".join(part for part in (words, under) if part)
         return f"{status} ({words})" if words else status
 
     def plain_status(self, profile: Profile) -> str:

@@ -11,7 +11,6 @@ drop)``) gets no second word of it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
@@ -25,15 +24,14 @@ __all__ = [
     "acted",
     "changes_answer",
     "delay_seconds",
+    "held_of",
     "proxy_words",
     "step_names",
+    "under_words",
     "violation_by_proxy",
 ]
 
 ProxyStep = Union[FaultInjected, InterceptStep]
-
-_DELAYED = re.compile(r"delayed (\d+) ms")
-"""How a delay's event says how long it held the frame (live/faults.py)."""
 
 _CHANGES_BYTES = frozenset(("corrupt", "truncate", InterceptKind.EDITED.label))
 """Steps after which the frame's bytes are the proxy's, not its sender's."""
@@ -66,14 +64,16 @@ def changes_answer(step: ProxyStep) -> bool:
 
 def delay_seconds(steps: Iterable[ProxyStep]) -> float:
     """How long the proxy's ``--fault delay`` held the row's frames, in seconds, as each
-    delay's event says."""
-    total = 0.0
-    for step in steps:
-        if isinstance(step, FaultInjected) and step.fault == "delay":
-            found = _DELAYED.match(step.detail)
-            if found is not None:
-                total += int(found.group(1)) / 1000
-    return total
+    delay's event carries it (`FaultInjected.held_s`)."""
+    return sum(held_of(step) or 0.0 for step in steps)
+
+
+def held_of(step: ProxyStep) -> Optional[float]:
+    """The seconds a ``--fault delay`` held its frame, as its event carries it
+    (`FaultInjected.held_s`); None for another step, or a delay that says no amount."""
+    if isinstance(step, FaultInjected) and step.fault == "delay":
+        return step.held_s
+    return None
 
 
 def _seconds(seconds: float) -> str:
@@ -136,6 +136,13 @@ def proxy_words(
         if text is not None and text not in words:
             words.append(text)
     return "; ".join(words)
+
+
+def under_words(rows: Iterable[tuple[int, Sequence[ProxyStep]]]) -> str:
+    """What the proxy did to the GOLEM rows under a tool call (`Flow.proxy_under`), each
+    named: ``GOLEM #8: --fault error``, joined with ``; ``; empty when it did nothing."""
+    said = [(row, proxy_words(steps)) for row, steps in rows]
+    return "; ".join(f"GOLEM #{row}: {words}" for row, words in said if words)
 
 
 def _changed_answer(step: ProxyStep, row: int) -> Optional[str]:

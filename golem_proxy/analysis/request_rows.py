@@ -141,7 +141,7 @@ class RequestRows:
     answered in the plugin's place (``--fault error``, an intercepted request answered by
     hand), with the step that did it (``fault error:code=TIMEOUT``): the plugin never got
     them, so a replay to a plugin does not send them."""
-    acted: dict[int, str] = field(default_factory=dict)
+    acted: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """The rows the proxy itself acted on (`Flow.faults`), by row: the steps it took
     (``--fault error``, ``intercept:edit``: `step_names`), so that a difference there is
     said to be the proxy's doing."""
@@ -192,7 +192,7 @@ def collect(reader: FlowReader, tool_calls: Optional[list[ToolCall]] = None) -> 
                 found.by_proxy[flow.number] = answered_by
             steps = step_names(flow.faults)
             if steps:
-                found.acted[flow.number] = safe_text(", ".join(steps), 80)
+                found.acted[flow.number] = tuple(steps)
             if gap is not None:
                 status = flow.status(profile)
                 found.gaps.append(

@@ -32,6 +32,7 @@ from ..recording.seq_watch import SeqWatch
 from ..recording.time_watch import TimeWatch
 from ..recording.unheld_exchanges import UnheldExchanges
 from .flows import Flow, FlowTracker
+from .proxy_notes import ProxyStep, held_of
 from .server_stderr import stderr_heading
 
 __all__ = [
@@ -324,6 +325,12 @@ def json_ms(seconds: Optional[float]) -> Optional[float]:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
+def _held(action: ProxyStep) -> dict[str, float]:
+    """``held``: the seconds a delay held its frame, as its event carries it."""
+    held = held_of(action)
+    return {} if held is None else {"held": held}
+
+
 def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
     """One flow as a JSON object: what `show --json` and `export --format jsonl` print."""
     ident = None
@@ -386,6 +393,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
                 "t": action.t,
                 "detail": action.detail,
                 "withheld": action.withheld,
+                **_held(action),
             }
             for action in flow.faults
         ]

@@ -16,6 +16,7 @@ from golem_core.profiles import Profile
 from .call_outage import routes_down, went_down
 from .flows import Flow
 from .late_answers import answer_of, answer_of_text, is_late, late_text
+from .proxy_notes import step_names
 from .tool_calls import (
     AMBIGUOUS,
     ToolCallIndex,
@@ -36,10 +37,12 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
     its ``tool``, ``arguments`` and ``is_error`` (and ``routes_down``, the GOLEM routes not
     listening when it was made, and ``went_down``, those that stopped listening while it was
     in flight, when any did, and ``answer_of``, the GOLEM exchange whose answer its result
-    is when not its own); for a flow of the other layer, ``tool_call`` (the number of the
-    MCP flow that caused it, or null), ``attribution`` (``call``, ``none``, ``ambiguous``, or
-    ``unknown`` without an MCP layer), when ambiguous, ``tool_call_candidates``, and when its
-    answer came after its call returned, ``late`` and ``late_text``."""
+    is when not its own, and ``proxy_under``, the GOLEM rows of it the proxy acted on, each
+    ``{"flow", "faults"}`` with the names of its steps); for a flow of the other layer,
+    ``tool_call`` (the number of the MCP flow that caused it, or null), ``attribution``
+    (``call``, ``none``, ``ambiguous``, or ``unknown`` without an MCP layer), when
+    ambiguous, ``tool_call_candidates``, and when its answer came after its call returned,
+    ``late`` and ``late_text``."""
     data: dict[str, Any] = {"layer": layer_of(profile)}
     if profile.tool_layer:
         if is_tool_call(flow):
@@ -52,6 +55,10 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
             ):
                 if routes:
                     data[member] = [{"route": d.route, "since": d.since} for d in routes]
+            if flow.proxy_under:  # the proxy's doing under the call, as the tracker placed it
+                data["proxy_under"] = [
+                    {"flow": row, "faults": step_names(steps)} for row, steps in flow.proxy_under
+                ]
             found = answer_of(flow)
             if found is not None:
                 number = index.golem_number(found)

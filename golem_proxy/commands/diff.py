@@ -75,15 +75,15 @@ def run(args: argparse.Namespace) -> int:
         tools = None
         if _has_mcp_layer(a, b):
             tools = diff_tool_calls(a_calls, b_calls, comparator, paths)
+        acted = (a_requests.acted, b_requests.acted)
         if args.json:
-            report = diff.to_json()
+            report = diff.to_json(acted)
             if tools is not None:
                 report["tool_calls"] = tools.to_json()
             if a_notes or b_notes:
                 report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
             print(json_text(report, indent=2))
         else:
-            acted = (a_requests.acted, b_requests.acted)
             render_diff(diff, console(), (args.a, args.b), acted)
             if tools is not None:
                 render_tool_call_diff(tools, console(), (args.a, args.b))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from golem_core.messages import JsonId
+
 from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
 from .connection import Connection
 from .faults import FrameAction
@@ -45,15 +47,22 @@ class ActionEvents:
         recorded as sent, and its step is placed with the one that decided it, not on the
         connection's last frame (analysis/fault_rows.py)."""
         unsent = action.withhold is not None or action.truncate_at is not None
+        delays = iter(action.delays)
         for fault, detail in action.events:
             withheld = fault == "delay" and unsent
+            held = None
+            if fault == "delay":  # its share of the hold the relay measured
+                share = next(delays) / action.delay if action.delay else 1.0
+                held = round(action.held * share, 6)
             self.conn.publish_in_order(
                 self.publish,
                 FaultInjected(
                     **self.where(direction),
                     fault=fault,
                     detail=detail,
+                    held_s=held,
                     method=action.method,
+                    message_id=action.ident,
                     withheld=withheld
                     or (action.withhold is not None and fault == action.withhold.kind.value),
                 ),
@@ -67,15 +76,17 @@ class ActionEvents:
         method: Optional[str],
         withheld: bool = False,
         ruling: Optional[Ruling] = None,
+        message_id: JsonId = None,
     ) -> None:
         """Publish an intercept step (``ruling``: the decision it carried out, whose
-        ``original`` and ``redacted`` it takes)."""
+        ``original`` and ``redacted`` it takes; ``message_id``: the held message's id)."""
         event = InterceptStep(
             **self.where(direction),
             kind=kind,
             detail=detail,
             method=method,
             withheld=withheld,
+            message_id=message_id,
             original=ruling.original if ruling is not None else b"",
             redacted=ruling.redacted if ruling is not None else (),
         )

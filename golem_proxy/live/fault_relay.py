@@ -200,14 +200,16 @@ class FaultRelay(InterceptHolding):
         self.conn.last_activity = trio.current_time()
         self.conn.arrived(Direction.C2S, t)
 
-    async def _wait(self, direction: Direction, seconds: float) -> None:
+    async def _wait(self, direction: Direction, seconds: float) -> float:
         """Hold ``direction``'s pump ``seconds`` (a ``delay``, a ``slice``'s gap): the
         request pump reads on meanwhile (`ReadOn`), so what the client sends behind the frame
-        keeps the time it was sent."""
+        keeps the time it was sent. Returns how long it held, as measured."""
+        start = self.now()
         if direction is Direction.C2S:
             await self.read_on.during(seconds)
         else:  # an answer's time is when it reaches the client: nothing to read on for
             await trio.sleep(seconds)
+        return self.now() - start
 
     async def _send(
         self,
@@ -281,7 +283,7 @@ class FaultRelay(InterceptHolding):
             lost, self._lost_response = self._lost_response, None
             if lost is not None:  # the connection ended (the cancellation, maybe in a group)
                 await self.unsent.lost(direction, frame.raw, self.now())
-                self.actions.step(direction, InterceptKind.LOST, lost[0], lost[1])
+                self._said(direction, InterceptKind.LOST, *lost)
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision
@@ -306,7 +308,7 @@ class FaultRelay(InterceptHolding):
                 answers = "answer" if waits == 1 else "answers"
                 detail += f"; its answer waits for {waits:,} earlier {answers}"
         # After the frame, so that the event lands on the flow it decided.
-        self.actions.step(direction, ruling.kind, detail, ruling.method, ruling.withheld, ruling)
+        self._said(direction, ruling.kind, detail, ruling.method, ruling)
         if going and reply is not None and waits is None:
             going = await self._send(Direction.S2C, reply.raw, frame=reply)
         # An answer of the plugin's, decided on: it took its turn all the same.
@@ -394,7 +396,7 @@ class FaultRelay(InterceptHolding):
         the decision was made on)."""
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
-                await self._wait(direction, action.delay)
+                action.held = await self._wait(direction, action.delay)
             except trio.Cancelled:
                 await self.unsent.lost(direction, raw, or_now(sent_at, self.now))
                 raise

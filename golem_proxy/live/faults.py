@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from golem_core.framing import Framing
 from golem_core.messages import (
+    JsonId,
     Malformed,
     Message,
     Role,
@@ -114,6 +115,14 @@ class FrameAction:
     a request its server answers (one too costly to parse counts), or a server's answer (any
     frame of the server's but a request or notification of its own)."""
     events: list[tuple[str, str]] = field(default_factory=list)
+    delays: list[float] = field(default_factory=list)
+    """The seconds each ``delay`` of ``events`` decided on, in their order (summing to
+    ``delay``)."""
+    held: float = 0.0
+    """The seconds the relay held the frame for ``delay``, as it measured the hold."""
+    ident: JsonId = None
+    """The message's id as read here (an answer's: its request's); None when it has none
+    or it was not found."""
     learned: tuple[str, ...] = ()
     """With ``--redact``, for a frame the fault keeps from the recording as it came (an
     answer withheld, a frame corrupted): the values the rules replace in it
@@ -211,6 +220,8 @@ class ConnectionFaults:
             # frame's bytes hold, so that the client can match it.
             ident = id_of_bytes(payload)
         what = _describe(message, method, len(raw), ident)
+        if isinstance(ident, (str, int)) and not isinstance(ident, bool):
+            action.ident = ident
         fired: list[tuple[int, FaultRule]] = []
         for index, rule in matching:
             if not self._fire(index, rule, rng):
@@ -227,6 +238,7 @@ class ConnectionFaults:
             if rule.kind is FaultKind.DELAY:
                 seconds = max(0.0, rule.ms + rng.uniform(-rule.jitter, rule.jitter)) / 1000
                 action.delay += seconds
+                action.delays.append(seconds)
                 action.events.append(("delay", f"delayed {seconds * 1000:.0f} ms: {what}"))
         withholding = [r for _, r in fired if r.kind in _WITHHOLDING]
         if withholding:

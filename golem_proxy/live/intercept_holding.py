@@ -18,6 +18,7 @@ from ..events import Direction, InterceptKind
 from .action_events import ActionEvents
 from .connection import Connection
 from .intercept import ConnectionIntercept, HeldFrame
+from .intercept_decisions import Ruling
 from .peer_state import until_peer_gone
 from .read_on import ReadOn
 from .unsent import Unsent
@@ -52,7 +53,24 @@ class InterceptHolding:
             # writer's lock) before the step is said, so that the step lands on its flow.
             self._lost_response = (detail, held.method)
             return
-        self.actions.step(held.direction, kind, detail, held.method, withheld=withheld)
+        self.actions.step(
+            held.direction, kind, detail, held.method, withheld, message_id=held.message.id
+        )
+
+    def _said(
+        self,
+        direction: Direction,
+        kind: InterceptKind,
+        detail: str,
+        method: Optional[str],
+        ruling: Optional[Ruling] = None,
+    ) -> None:
+        """Publish the step that decided (or lost) the frame of ``direction`` held last,
+        with the id of its message as the intercept read it (`ProxyAction.message_id`)."""
+        typed = self.intercept.typed[direction] if self.intercept is not None else None
+        withheld = ruling is not None and ruling.withheld
+        ident = None if typed is None else typed.id
+        self.actions.step(direction, kind, detail, method, withheld, ruling, ident)
 
     def _record_held(self) -> None:
         """Record the request held now, though never forwarded, as a dropped request is (its

@@ -20,6 +20,7 @@ from .byte_skeleton import outcome_as_recorded
 from .frame_reading import event_object, read_frame
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
 from .members import (
+    fault_held,
     fault_withheld,
     member_base64,
     member_bool,
@@ -29,6 +30,7 @@ from .members import (
     member_frame_runs,
     member_indexes,
     member_int,
+    member_message_id,
     member_number,
     member_optional_int,
     member_optional_str,
@@ -78,6 +80,7 @@ def _proxy_action(
     as older files wrote an intercept step)."""
     detail = member_str(data, "detail", "")
     method = member_optional_str(data, "method")
+    ident = member_message_id(data)
     withheld = fault_withheld(data, detail)
     original = member_base64(data, "original")
     redacted = member_redacted(data)
@@ -87,10 +90,12 @@ def _proxy_action(
             **where,
             fault=fault,
             detail=detail,
+            held_s=fault_held(data, fault, detail),
             method=method,
             withheld=withheld,
             original=original,
             redacted=redacted,
+            message_id=ident,
         )
     if data.get("kind") == "intercept":
         step = data.get("step")
@@ -108,6 +113,7 @@ def _proxy_action(
         withheld=withheld,
         original=original,
         redacted=redacted,
+        message_id=ident,
     )
 
 

@@ -8,8 +8,11 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any, Optional
+
+from golem_core.messages import JsonId
 
 from ..events import AnswerOf, Direction, RouteDown, ToolCallRef
 from ..frame_runs import FrameRuns
@@ -19,6 +22,9 @@ from .schema import MAX_INT, RecordingError
 WITHHELD = "withheld"
 """First word of a fault's detail when the proxy did not forward the message: how a fault line
 written before faults carried ``withheld`` says so."""
+_DELAYED = re.compile(r"delayed (\d+) ms")
+"""How a ``delay`` fault's ``detail`` says its amount: how a fault line written before faults
+carried ``held`` says it (live/faults.py)."""
 
 
 _ABSENT: Any = object()
@@ -156,6 +162,28 @@ def member_choice(data: dict[str, Any], key: str, choices: tuple[str, ...]) -> s
         names = " or ".join(choices)
         raise RecordingError(f"{key} must be {names}, not {shown(value)}")
     return value
+
+
+def fault_held(data: dict[str, Any], fault: str, detail: str) -> Optional[float]:
+    """The seconds a ``delay`` fault held its frame (None for another fault, or a delay that
+    says no amount). Raises RecordingError for a bad ``held``."""
+    if "held" in data:
+        return member_number(data, "held")
+    if fault != "delay":
+        return None
+    # Written before faults carried the member: the amount only their words said, read here
+    # once so that no view reads words.
+    found = _DELAYED.match(detail)
+    return None if found is None else int(found.group(1)) / 1000
+
+
+def member_message_id(data: dict[str, Any]) -> JsonId:
+    """A fault's or an intercept step's ``id`` (None when absent): a string or a whole
+    number, as a message's id is. Raises RecordingError for another value."""
+    ident = data.get("id")
+    if ident is None or isinstance(ident, str) or type(ident) is int:
+        return ident  # type: ignore[no-any-return]
+    raise RecordingError(f"a step's id must be a string or a whole number, not {shown(ident)}")
 
 
 def fault_withheld(data: dict[str, Any], detail: str) -> bool:

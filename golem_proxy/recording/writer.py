@@ -102,11 +102,19 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     elif isinstance(event, events.FaultInjected):
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
-        base.update(method=event.method, withheld=event.withheld)
+        if event.held_s is not None:
+            base.update(held=event.held_s)
+        base.update(method=event.method)
+        if event.message_id is not None:
+            base.update(id=event.message_id)
+        base.update(withheld=event.withheld)
     elif isinstance(event, events.InterceptStep):
         base.update(kind="intercept", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
-        base.update(method=event.method, withheld=event.withheld)
+        base.update(method=event.method)
+        if event.message_id is not None:
+            base.update(id=event.message_id)
+        base.update(withheld=event.withheld)
         if event.original:  # sent edited: its payload as it came (redacted, maybe)
             base.update(original=b64(event.original))
         if event.redacted:

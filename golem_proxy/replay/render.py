@@ -6,7 +6,7 @@ Everything a trace or a live plugin said is shown as literal `Text` through `saf
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Optional
 
 from rich.console import Console
@@ -19,7 +19,7 @@ from .alignment import Windowed
 from .diffing import Difference, short
 from .row_numbers import row_label
 from .tool_call_diff import ToolCallDiff
-from .tracediff import ExchangeDiff, Side, TraceDiff
+from .tracediff import Acted, ExchangeDiff, Side, TraceDiff
 from .verify import VerifyResult
 
 __all__ = ["render_diff", "render_verify"]
@@ -113,7 +113,7 @@ def render_diff(
     diff: TraceDiff,
     console: Console,
     names: Optional[tuple[str, str]] = None,
-    acted: tuple[Mapping[int, str], Mapping[int, str]] = ({}, {}),
+    acted: Acted = ({}, {}),
 ) -> None:
     """Each differing pair (changed, only in A, only in B), then a summary. ``acted``: the
     rows of each trace the proxy itself acted on, with its steps (`RequestRows.acted`): a
@@ -189,11 +189,11 @@ def _windowed_calls(windowed: Windowed) -> str:
     )
 
 
-def _acted_said(pair: ExchangeDiff, acted: tuple[Mapping[int, str], Mapping[int, str]]) -> str:
+def _acted_said(pair: ExchangeDiff, acted: Acted) -> str:
     """`` · the proxy's doing: B#5 --fault error`` when the proxy acted on a side's row
     (``acted``), so that a difference it made is not read as a peer's; empty otherwise."""
     said = [
-        f"{trace}#{side.row} {acted[index][side.row]}"
+        f"{trace}#{side.row} {safe_text(', '.join(acted[index][side.row]), 80)}"
         for index, (trace, side) in enumerate(zip("AB", (pair.a, pair.b)))
         if side is not None and side.row is not None and side.row in acted[index]
     ]

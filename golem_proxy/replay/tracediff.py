@@ -8,7 +8,7 @@ gap in what was observed, is said to be in that gap rather than missing."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -19,10 +19,13 @@ from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange
 from .large_payloads import compare_as_bytes
 
-__all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "WindowedRoute", "diff_traces"]
+__all__ = ["Acted", "DamagedTrace", "ExchangeDiff", "TraceDiff", "WindowedRoute", "diff_traces"]
 
 Side = Union[RecordedExchange, UnansweredRequest]
 """A request of one trace: answered (an exchange), or not."""
+Acted = tuple[Mapping[int, Sequence[str]], Mapping[int, Sequence[str]]]
+"""The rows of traces A and B the proxy itself acted on, each with the names of its steps
+(`RequestRows.acted`)."""
 _Item = Union[RecordedExchange, UnansweredRequest, RequestGap]
 
 
@@ -88,8 +91,10 @@ class ExchangeDiff:
         side, gap = (self.a, self.a_gap) if index == 0 else (self.b, self.b_gap)
         return side.gap if isinstance(side, UnansweredRequest) else gap
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
+    def to_json(self, acted: Acted = ({}, {})) -> dict[str, Any]:
+        """The pair as ``diff --json`` prints it; ``acted``: the rows the proxy acted on,
+        whose steps a side's ``a_proxy``/``b_proxy`` names (its difference is the proxy's)."""
+        data: dict[str, Any] = {
             "route": self.route,
             "method": self.method,
             "status": self.status,
@@ -97,13 +102,18 @@ class ExchangeDiff:
             "b": self.b.row if self.b is not None else None,
             "differences": [d.to_json() for d in self.differences],
         }
-        # Optional: present only where a side has no answer, or a gap bears on it.
+        # Optional: present only where a side has no answer, a gap bears on it, or the proxy
+        # acted on it.
         for index, (name, side) in enumerate((("a", self.a), ("b", self.b))):
             if isinstance(side, UnansweredRequest):
                 data[f"{name}_status"] = side.status
             gap = self.gap_of(index)
             if gap is not None:
                 data[f"{name}_gap"] = gap.number
+            row = side.row if side is not None else None
+            steps = acted[index].get(row) if row is not None else None
+            if steps:
+                data[f"{name}_proxy"] = list(steps)
         return data
 
 
@@ -146,14 +156,15 @@ class TraceDiff:
     def different(self) -> list[ExchangeDiff]:
         return [pair for pair in self.pairs if pair.status != "same"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, acted: Acted = ({}, {})) -> dict[str, Any]:
+        """The diff as ``diff --json`` prints it (``acted``: see `ExchangeDiff.to_json`)."""
         counts: dict[str, int] = {}
         for pair in self.pairs:
             counts[pair.status] = counts.get(pair.status, 0) + 1
         report: dict[str, Any] = {
             "equal": self.equal,
             "counts": counts,
-            "exchanges": [pair.to_json() for pair in self.different],
+            "exchanges": [pair.to_json(acted) for pair in self.different],
         }
         if self.windowed:  # optional: present only when a route was aligned in windows
             report["windowed"] = [route.to_json() for route in self.windowed]

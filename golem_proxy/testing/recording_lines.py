@@ -10,7 +10,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-RUN_SPECIFIC = frozenset({"seq", "t", "time", "latency", "client", "upstream", "started", "seed"})
+RUN_SPECIFIC = frozenset(
+    {"seq", "t", "time", "latency", "held", "client", "upstream", "started", "seed"}
+)
 """Keys whose values differ from one run of the same session to the next."""
 DURATION = re.compile(r"\b\d+\.\d+ (?:s|ms|µs)\b")
 """A measured duration in a detail (``held for 0.012 s``): a time too."""

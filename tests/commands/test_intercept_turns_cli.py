@@ -68,6 +68,9 @@ def test_a_typed_answer_waits_for_the_plugins_answers_to_earlier_requests(
     lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
     sent = [line["id"] for line in lines if line["kind"] == "frame" and line["dir"] == "s2c"]
     assert sent == ["slow-1", "typed-2", "ok-3"]
+    # Each step names the message it held: the request it answered by hand.
+    steps = [(line["step"], line["id"]) for line in lines if line["kind"] == "intercept"]
+    assert steps == [("held", "typed-2"), ("answer", "typed-2")]
     shown = run_cli("show", "--json", str(record))
     assert shown.returncode == 0, shown.stderr
     rows = [json.loads(line) for line in shown.stdout.splitlines()]

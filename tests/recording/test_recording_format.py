@@ -136,6 +136,17 @@ def one_of_each() -> list[Event]:
             method="ping",
             withheld=True,
         ),
+        FaultInjected(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            t=0.82,
+            fault="delay",
+            detail="delayed 300 ms: response",
+            held_s=0.300734,
+            method="ping",
+            message_id="r1",
+        ),
         ViolationSeen(
             conn=1,
             route="main",
@@ -486,6 +497,46 @@ def test_old_lines_say_withheld_and_orphan_the_old_way() -> None:
     fault, verdict = list(RecordingReader(io.BytesIO(data)))
     assert isinstance(fault, FaultInjected) and fault.withheld
     assert isinstance(verdict, ViolationSeen) and verdict.orphan
+
+
+def test_a_delay_says_how_long_it_held_in_a_member_and_old_lines_in_words() -> None:
+    """A delay's line carries the hold its relay measured (``held``), which the reader takes
+    over its words; one written before the member says it only in its words, which the
+    reader reads there, once: a view reads the event's field."""
+    line = (
+        b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"s2c","fault":"delay",'
+        b'"detail":"delayed 300 ms: response","method":"ping"'
+    )
+    header = encode_header(Header.new("golem", []))
+    said = {b"}": 0.3, b',"held":1.25}': 1.25, b',"held":0}': 0.0}
+    for tail, held in said.items():
+        (fault,) = list(RecordingReader(io.BytesIO(header + line + tail + b"\n")))
+        assert isinstance(fault, FaultInjected) and fault.held_s == held, tail
+    (other,) = list(
+        RecordingReader(io.BytesIO(header + line.replace(b'"delay"', b'"drop"') + b"}\n"))
+    )
+    assert isinstance(other, FaultInjected) and other.held_s is None
+    for bad in (b'"1"', b"-1", b"true"):
+        with pytest.raises(RecordingError, match="line 2: held must be a number of seconds"):
+            list(RecordingReader(io.BytesIO(header + line + b',"held":' + bad + b"}\n")))
+
+
+def test_a_step_carries_the_id_of_the_message_it_acted_on() -> None:
+    """A fault's ``id`` is the id the proxy read in its message, of a message's type; one
+    written before the member has none (None), and a damaged one is refused."""
+    line = (
+        b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"s2c","fault":"drop",'
+        b'"detail":"withheld response: work","method":"work","withheld":true'
+    )
+    header = encode_header(Header.new("golem", []))
+    said = {b"}": None, b',"id":3}': 3, b',"id":"3"}': "3", b',"id":null}': None}
+    for tail, ident in said.items():
+        (fault,) = list(RecordingReader(io.BytesIO(header + line + tail + b"\n")))
+        assert isinstance(fault, FaultInjected) and fault.message_id == ident, tail
+        assert type(fault.message_id) is type(ident)
+    for bad in (b"true", b"1.5", b"[3]"):
+        with pytest.raises(RecordingError, match="line 2: a step's id must be a string"):
+            list(RecordingReader(io.BytesIO(header + line + b',"id":' + bad + b"}\n")))
 
 
 def test_a_close_without_tool_calls_reads_as_before_and_a_bad_one_is_refused() -> None:

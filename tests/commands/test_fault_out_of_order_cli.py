@@ -1,0 +1,122 @@
+"""A fault on an answer that is never recorded as it came (dropped, corrupted into an orphan)
+is said on the row of the request that answer was for, also when the server answers out of
+order: the step carries the id the proxy read in the answer, so the row is not guessed as the
+oldest request of its method. A JSON-RPC server that answers three pipelined requests of one
+method in reverse order, behind the real proxy."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.robustness.proxy_cli import start_proxy_cli
+from tests.support.cli_helpers import run_cli
+
+
+class ReversingServer:
+    """Reads three requests on a connection, then answers them last first."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.listener.settimeout(20)
+        for _ in range(10):  # bounded: the proxy may try the upstream before the client comes
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rb") as lines:
+                asked = [json.loads(line) for line in (lines.readline() for _ in range(3)) if line]
+                if len(asked) < 3:
+                    continue
+                for request in reversed(asked):
+                    answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"n": 1}}
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                conn.settimeout(20)
+                conn.recv(1)  # until the client goes
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(20)
+
+
+@pytest.fixture
+def server() -> Iterator[ReversingServer]:
+    serving = ReversingServer()
+    yield serving
+    serving.close()
+
+
+def _session(server: ReversingServer, record: Path, fault: str, observer: str, read: int) -> None:
+    """Three requests pipelined through a proxy with ``fault`` (its seed fixed: the bytes a
+    corruption flips are the same each run); ``read`` answers come back."""
+    cli = start_proxy_cli(
+        "--profile", "jsonrpc-ndjson", "--route", f"main@127.0.0.1:0=127.0.0.1:{server.port}",
+        "--record", str(record), "--observer", observer, "--fault", fault, "--fault-seed", "3",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
+            client.sendall(
+                b"".join(
+                    json.dumps({"jsonrpc": "2.0", "id": n, "method": "work"}).encode() + b"\n"
+                    for n in (1, 2, 3)
+                )
+            )
+            with client.makefile("rb") as answers:
+                for _ in range(read):
+                    assert answers.readline()
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+
+
+def _rows(record: Path) -> list[dict[str, Any]]:
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    return [json.loads(line) for line in shown.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_a_dropped_answer_is_said_on_its_own_request_when_answers_come_out_of_order(
+    server: ReversingServer, tmp_path: Path, observer: str
+) -> None:
+    record = tmp_path / "dropped.jsonl"
+    # The first answer to come is id 3's: the one dropped.
+    _session(server, record, "drop:dir=s2c,method=work,times=1", observer, read=2)
+    rows = _rows(record)
+    assert [(row["request"]["id"], row["status"]) for row in rows] == [
+        (1, "ok"),
+        (2, "ok"),
+        (3, "unanswered (withheld: --fault drop)"),
+    ]
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    [fault] = [line for line in lines if line["kind"] == "fault"]
+    assert (fault["fault"], fault["id"]) == ("drop", 3)  # the id the proxy read in it
+    table = run_cli("show", str(record)).stdout
+    [said] = [line for line in table.splitlines() if "--fault drop" in line]
+    assert " unanswered " in said
+
+
+def test_an_answer_corrupted_out_of_order_is_said_on_its_own_request(
+    server: ReversingServer, tmp_path: Path
+) -> None:
+    record = tmp_path / "corrupted.jsonl"
+    _session(server, record, "corrupt:dir=s2c,method=work,times=1,bytes=3", "child-process", 3)
+    rows = _rows(record)
+    statuses = {row["request"]["id"]: row["status"] for row in rows if row.get("request")}
+    orphan = [row for row in rows if not row.get("request")]
+    assert len(orphan) == 1 and orphan[0]["status"].endswith("(--fault corrupt)"), rows
+    # The corrupted answer was id 3's (the first to come), not the oldest request's.
+    assert statuses[1] == "ok" and statuses[2] == "ok", statuses
+    assert statuses[3].startswith("unanswered (its answer corrupted by --fault corrupt: #")

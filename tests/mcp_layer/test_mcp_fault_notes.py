@@ -1,0 +1,57 @@
+"""A tool call under which the proxy itself acted on a GOLEM exchange (``golem-proxy mcp
+--fault``) says so on its own row, naming that exchange's row: its ``isError`` is the proxy's
+doing, not the server's or the plugin's. The real `mcp` stdio client, the FastMCP test server
+and the headless plugin."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
+
+from .mcp_helpers import call_tools, environment, wrapped
+
+FAULTS = (
+    "--fault", "error:code=-32000,message=busy,method=scene.create_layer",
+    "--fault", "delay:ms=200,method=scene.list_layers,dir=s2c",
+    "--fault-seed", "1",
+)  # fmt: skip
+
+
+def _rows(record: Path) -> list[dict[str, Any]]:
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    return [json.loads(line) for line in shown.stdout.splitlines()]
+
+
+def test_a_tool_call_says_what_the_proxy_did_to_its_golem_exchanges(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    with PluginProcess(seed=7) as plugin:
+        outcomes = call_tools(
+            wrapped(plugin, record, *FAULTS),
+            environment(),
+            [("list_layers", {}), ("create_layer", {"name": "A"}), ("gh_ping", {})],
+        )
+    assert [failed for failed, _ in outcomes] == [False, True, True]
+    assert "busy" in outcomes[1][1][0]["text"]
+    rows = _rows(record)
+    number = {row["method"]: n for n, row in enumerate(rows, 1) if row["layer"] == "golem"}
+    calls = {row["tool"]: row for row in rows if row.get("tool")}
+    created = calls["create_layer"]
+    made = number["scene.create_layer"]
+    assert created["status"] == f"isError (GOLEM #{made}: --fault error)"
+    assert created["proxy_under"] == [{"flow": made, "faults": ["--fault error"]}]
+    listed = calls["list_layers"]
+    held = number["scene.list_layers"]
+    assert re.fullmatch(rf"ok \(GOLEM #{held}: \+2\d\d ms --fault delay\)", listed["status"])
+    assert listed["proxy_under"] == [{"flow": held, "faults": ["--fault delay"]}]
+    # A call that failed on its own (no GOLEM connection to Grasshopper): nothing of the proxy.
+    assert calls["gh_ping"]["status"] == "isError" and "proxy_under" not in calls["gh_ping"]
+    # The table says it on the call's row, above the GOLEM row it names.
+    table = run_cli("show", str(record)).stdout
+    [line] = [line for line in table.splitlines() if 'create_layer(name="A")' in line]
+    assert f"isError (GOLEM #{made}: --fault error)" in line
