@@ -13,10 +13,14 @@ mode, as VCR.py's record modes do:
   usage error before any test runs.
 * ``new``: misses go to the live plugin given by ``--golem-live`` and the new exchanges are
   appended to the trace after the test.
-* ``all``: every request goes to the live plugin and the trace is rewritten from scratch. The
-  new trace is written aside (next to the old one) and takes its place only when the
-  re-record succeeded: the test passed and every request reached the live plugin. Otherwise
-  the old trace is kept, byte for byte, and the test's report says so.
+* ``all``: every request goes to the live plugin and the trace is rewritten from scratch by
+  the tests of the run that name it, each adding its exchanges in turn. The new trace is
+  written aside (next to the old one) and takes its place when the last of those tests ends,
+  only when every one that ran re-recorded it: passed, and every request reached the live
+  plugin. Otherwise the old trace is kept, byte for byte, and the failed test's report says
+  so; the run's summary says of each trace what became of it, and which tests naming it did
+  not run (deselected, skipped: their exchanges are no longer in it). Refused under
+  pytest-xdist workers (`golem_proxy.replay.rerecord`).
 
 A trace recorded with ``--redact`` is served as ``replay`` serves it (a recorded
 ``«redacted»`` matches any live value, and no miss prints the value), and ``new`` and ``all``
@@ -33,7 +37,6 @@ strict_unused=True)`` fails a test that leaves exchanges of its trace unused.
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +49,6 @@ from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
-from ..recording.trace_lock import trace_lock
 from ..terminal import counted
 from .background import BackgroundReplay
 from .engine import BUILTINS, ReplayEngine, summary
@@ -55,6 +57,7 @@ from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .pytest_mcp import MARKER_HELP as MCP_MARKER_HELP
 from .pytest_mcp import GolemMcpSession, golem_mcp_session
+from .rerecord import PLUGIN_NAME, RerecordRun, aside_file, refuse_xdist
 from .row_numbers import row_label
 from .server import ReplayServer
 from .setup import (
@@ -85,10 +88,9 @@ class _TraceUse:
 
 
 _USES = pytest.StashKey[dict[str, _TraceUse]]()
+_RERECORD = pytest.StashKey[RerecordRun]()
 _MISSES_REPORTED = "misses_reported"
 _UNUSED_REPORTED = "unused_reported"
-_TEST_PASSED = "test_passed"
-"""Whether an ``all``-mode test passed (absent: its call phase never ran)."""
 
 
 class GolemUnusedExchangesWarning(UserWarning):
@@ -150,7 +152,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _live(config, config.getoption("--golem-record"))  # a bad combination stops the run early
+    mode = config.getoption("--golem-record")
+    _live(config, mode)  # a bad combination stops the run early
+    if mode == "all":
+        refuse_xdist(config)
+        # By marker, not by fixture: a test may take golem_replay with getfixturevalue.
+        rerecord = config.stash[_RERECORD] = RerecordRun(_trace_path)
+        config.pluginmanager.register(rerecord, PLUGIN_NAME)
     config.addinivalue_line(
         "markers",
         "golem_trace(path, *, match='method-params', ignore=(), reuse=False, timing='none', "
@@ -168,6 +176,13 @@ def _trace_path(item: pytest.Item) -> Optional[Path]:
     return path if path.is_absolute() else Path(item.path).parent / path
 
 
+def _replayed_trace(item: pytest.Item) -> Optional[Path]:
+    """The trace ``item`` replays with ``golem_replay``, or None."""
+    if "golem_replay" not in getattr(item, "fixturenames", ()):
+        return None
+    return _trace_path(item)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Check that every selected test's trace exists (a typo is a usage error, not a
     FileNotFoundError per test) and count the tests sharing each trace."""
@@ -175,9 +190,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     uses: dict[str, _TraceUse] = {}
     missing: list[str] = []
     for item in session.items:
-        if "golem_replay" not in getattr(item, "fixturenames", ()):
-            continue
-        path = _trace_path(item)
+        path = _replayed_trace(item)
         if path is None:
             continue
         if mode == "none" and not path.is_file():
@@ -212,8 +225,6 @@ def pytest_runtest_makereport(
         if verdict:
             problems.append(verdict)
     handle = getattr(item, "funcargs", {}).get("golem_replay")
-    if isinstance(handle, GolemReplay) and handle.mode == "all":
-        _note_test_outcome(handle, outcome.get_result())
     if isinstance(handle, GolemReplay) and handle.mode != "all":
         problems += _replay_problems(item, handle)
     if not problems:
@@ -261,18 +272,18 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     upstreams = upstreams_for(listen, live.get("main"), live.get("gh"))
     record_path: Optional[str] = None
     recorder = None
-    if mode != "none":
-        # Aside, next to the trace: replacing it is then one rename on the same file system.
-        aside = path.parent if path.parent.is_dir() else None
-        fd, record_path = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=aside)
-        os.close(fd)
+    rerecord = request.config.stash.get(_RERECORD, None)
+    if rerecord is not None:
+        record_path = rerecord.join(str(path), request.node.nodeid)
+    elif mode == "new":
+        record_path = aside_file(str(path), ".new")
+    if record_path is not None:
         recorder = open_record_new(record_path, engine, upstreams)
     server = ReplayServer(engine, listen, upstreams=upstreams, record_new=recorder)
     runner = BackgroundReplay(server)
     bound = runner.start()
     names = list(bound)
     handle = GolemReplay(bound[names[0]], bound[names[-1]], str(path), mode, engine)
-    kept: Optional[str] = None
     not_stored: Optional[str] = None
     try:
         yield handle
@@ -282,13 +293,12 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
         if recorder is not None:
             server.end_recording("the test finished")
             recorder.close()
-        kept = _rerecord_failure(handle) if mode == "all" else None
-        if record_path is not None:
-            not_stored = _store(str(path), record_path, mode, engine, kept)
+        if record_path is not None and rerecord is not None:
+            not_stored = rerecord.recorded(request.node.nodeid, record_path, engine.report)
+        elif record_path is not None:
+            not_stored = _append_new(str(path), record_path, engine)
     if not_stored is not None:
         pytest.fail(not_stored, pytrace=False)
-    if kept is not None and handle._extra.get(_TEST_PASSED):
-        pytest.fail(_kept_text(handle, kept), pytrace=False)
     warn_ahead(engine.order, str(path))  # out of recorded order: a warning, not a miss
     _judge(request.config, handle, mode, bool(options.get("strict_unused", False)))
 
@@ -341,49 +351,12 @@ def _empty_trace(profile_name: str, redact: Sequence[str]) -> ExchangeTrace:
     return ExchangeTrace(Header.new(profile_name, routes, redact), get_profile(profile_name), [])
 
 
-def _note_test_outcome(handle: GolemReplay, report: pytest.TestReport) -> None:
-    """Remember whether an ``all``-mode test passed (its trace may be replaced only then);
-    a failed one's report says at once that the old trace is kept."""
-    handle._extra[_TEST_PASSED] = report.passed
-    if not report.passed:
-        report.sections.append(("golem replay", _kept_text(handle, "the test failed")))
-
-
-def _rerecord_failure(handle: GolemReplay) -> Optional[str]:
-    """Why an ``all``-mode re-record may not replace the trace, or None when it may: the
-    test passed and every request the replay forwarded reached the live plugin and was
-    recorded. Read once the server stopped (it records after the client has its answer)."""
-    passed = handle._extra.get(_TEST_PASSED)
-    if passed is None:
-        return "the test did not run"
-    if not passed:
-        return "the test failed"
-    report = handle.engine.report
-    lost = report.forwarded - report.recorded_new + report.unanswered
-    if lost:
-        return f"{lost} request(s) did not reach the live plugin"
-    if not report.recorded_new:
-        return "nothing was recorded"
-    return None
-
-
-def _kept_text(handle: GolemReplay, why: str) -> str:
-    return f"golem_trace: re-recording {handle.trace} failed ({why}); the old trace is kept"
-
-
-def _store(
-    path: str, recorded: str, mode: str, engine: ReplayEngine, rerecord_failed: Optional[str]
-) -> Optional[str]:
-    """Put what the test recorded in place: ``all`` replaces the trace (only when
-    ``rerecord_failed`` is None: the old trace is kept otherwise), ``new`` appends the new
-    exchanges. The file written aside is removed. Returns why the new exchanges could not be
-    appended (the trace then left as it was), or None."""
+def _append_new(path: str, recorded: str, engine: ReplayEngine) -> Optional[str]:
+    """Append what a ``new``-mode test recorded to its trace; the file written aside is
+    removed. Returns why the new exchanges could not be appended (the trace then left as it
+    was), or None."""
     try:
-        if mode == "all":
-            if rerecord_failed is None:
-                with trace_lock(path):  # not in the middle of another worker's append
-                    os.replace(recorded, path)
-        elif engine.report.recorded_new:
+        if engine.report.recorded_new:
             appended = append_recording(path, recorded)
             if appended.left_out is not None:
                 warnings.warn(GolemTraceWarning(appended.left_out), stacklevel=1)
