@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
@@ -19,24 +19,18 @@ from .answer_of_check import AnswerOfCheck
 from .byte_skeleton import outcome_as_recorded
 from .frame_reading import event_object, read_frame
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
+from .line_kinds import PLAIN_KINDS, where
 from .members import (
-    fault_held,
-    fault_withheld,
     member_base64,
     member_bool,
     member_choice,
     member_direction,
-    member_directions,
     member_frame_runs,
-    member_indexes,
     member_int,
-    member_message_id,
     member_number,
     member_optional_int,
     member_optional_str,
-    member_redacted,
     member_str,
-    member_tool_calls,
     shown,
 )
 from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, Header, RecordingError
@@ -62,63 +56,6 @@ _SESSION_KINDS = {
 }
 """The lines that speak of the whole session's observation, by the reason they are read as."""
 _SESSION_REASONS = frozenset(_SESSION_KINDS.values())
-
-
-_INTERCEPT_KINDS = {kind.value: kind for kind in events.InterceptKind}
-_INTERCEPT_PREFIX = "intercept:"
-
-
-def _is_intercept(fault: object) -> bool:
-    # Written before intercept steps had a line kind of their own: a fault named for one.
-    return isinstance(fault, str) and fault.startswith(_INTERCEPT_PREFIX)
-
-
-def _proxy_action(
-    data: dict[str, Any], where: events.Where
-) -> Union[events.FaultInjected, events.InterceptStep]:
-    """A ``fault`` or an ``intercept`` line (or a ``fault`` line of kind ``intercept:STEP``,
-    as older files wrote an intercept step)."""
-    detail = member_str(data, "detail", "")
-    method = member_optional_str(data, "method")
-    ident = member_message_id(data)
-    withheld = fault_withheld(data, detail)
-    original = member_base64(data, "original")
-    redacted = member_redacted(data)
-    if data.get("kind") == "fault" and not _is_intercept(data.get("fault")):
-        fault = member_str(data, "fault")
-        return events.FaultInjected(
-            **where,
-            fault=fault,
-            detail=detail,
-            held_s=fault_held(data, fault, detail),
-            method=method,
-            withheld=withheld,
-            original=original,
-            redacted=redacted,
-            message_id=ident,
-        )
-    if data.get("kind") == "intercept":
-        step = data.get("step")
-    else:
-        step = member_str(data, "fault")[len(_INTERCEPT_PREFIX) :]
-    found = _INTERCEPT_KINDS.get(step) if isinstance(step, str) else None
-    if found is None:
-        names = " or ".join(_INTERCEPT_KINDS)
-        raise RecordingError(f"an intercept step must be {names}, not {shown(step)}")
-    return events.InterceptStep(
-        **where,
-        kind=found,
-        detail=detail,
-        method=method,
-        withheld=withheld,
-        original=original,
-        redacted=redacted,
-        message_id=ident,
-    )
-
-
-def _where(data: dict[str, Any], conn: int, route: str, t: float) -> events.Where:
-    return events.Where(conn=conn, route=route, direction=member_direction(data), t=t)
 
 
 class LineDecoder:
@@ -232,41 +169,6 @@ class LineDecoder:
         conn = member_int(data, "conn", 0)
         # Interned: a large recording names the same few routes on every line.
         route = sys.intern(member_str(data, "route", ""))
-        if kind == "upstream":
-            state = member_choice(data, "state", ("down", "back"))
-            return events.UpstreamStatus(
-                route=route, t=t, up=state == "back", detail=member_str(data, "detail", "")
-            )
-        if kind == "end":
-            return events.StreamEnded(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
-                unanswered=member_indexes(data, "unanswered"),
-                cut=member_str(data, "cut", ""),
-            )
-        if kind == "open":
-            client, upstream = member_str(data, "client"), member_str(data, "upstream")
-            return events.ConnectionOpened(
-                conn=conn, route=route, client=client, upstream=upstream, t=t
-            )
-        if kind == "close":
-            sizes = data.get("bytes") or {}
-            if not isinstance(sizes, dict):
-                raise RecordingError(f"bytes must be an object, not {shown(sizes)}")
-            return events.ConnectionClosed(
-                conn=conn,
-                route=route,
-                reason=member_str(data, "reason", ""),
-                t=t,
-                bytes_c2s=member_int(sizes, "c2s", 0),
-                bytes_s2c=member_int(sizes, "s2c", 0),
-                abnormal=member_bool(data, "abnormal", False),
-                tool_calls=member_tool_calls(data),
-                gone_before_write=member_bool(data, "gone_before_write", False),
-                resets=member_directions(data, "resets"),
-            )
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.
             asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
@@ -296,39 +198,11 @@ class LineDecoder:
             return self._exchange(request, response, data)
         if kind == "violation":
             return self._violation(data, conn, route, t)
-        if kind == "frame-error":
-            return events.FramingErrorSeen(
-                **_where(data, conn, route, t),
-                kind=FrameErrorKind(member_choice(data, "error", _FRAME_ERRORS)),
-                detail=member_str(data, "detail", ""),
-                raw=member_base64(data),
-                recoverable=member_bool(data, "recoverable", False),
-                declared_length=member_optional_int(data, "declared"),
-                undelivered=member_str(data, "undelivered", ""),
-                delivered_bytes=member_int(data, "delivered_bytes", 0),
-                redacted=member_redacted(data),
-                cut=member_str(data, "cut", ""),
-            )
-        if kind == "discarded":
-            raw = member_base64(data)
-            return events.BytesDiscarded(
-                **_where(data, conn, route, t),
-                raw=raw,
-                final=member_bool(data, "final"),
-                undelivered=member_str(data, "undelivered", ""),
-                delivered_bytes=member_int(data, "delivered_bytes", 0),
-                redacted=member_redacted(data),
-            )
-        if kind in ("fault", "intercept"):
-            return _proxy_action(data, _where(data, conn, route, t))
+        plain = PLAIN_KINDS.get(kind) if isinstance(kind, str) else None
+        if plain is not None:
+            return plain(data, conn, route, t)
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {shown(kind)}")
-        if kind == "stderr":
-            if "raw" in data:
-                output = member_base64(data)
-            else:
-                output = member_str(data, "text").encode("utf-8", "surrogatepass")
-            return events.ProcessOutput(conn=conn, route=route, t=t, data=output)
         session = _SESSION_KINDS.get(kind)
         if session is not None:  # the whole session's gap: to the end, or until a restart
             lost = events.ObservationLost(
@@ -361,7 +235,7 @@ class LineDecoder:
         if kind == "unobserved":
             reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
             lost = events.ObservationLost(
-                **_where(data, conn, route, t),
+                **where(data, conn, route, t),
                 reason=reason,
                 size=member_int(data, "size", 0),
                 detail=member_str(data, "detail", ""),
