@@ -101,6 +101,10 @@ class RouteGate:
         # A listening socket polls readable while its backlog holds a connection. Asked for
         # every chunk of the stdio hop: the poller is made once for each listener's socket.
         fd = self.listener.listener.socket.fileno()
+        if fd < 0:
+            # Closed by the accept loop as it ended (trio.serve_listeners closes its
+            # listeners), before the gate says so: its backlog went with it.
+            return False
         if self._polled != fd:
             self._poller, self._polled = select.poll(), fd
             self._poller.register(fd, select.POLLIN)
