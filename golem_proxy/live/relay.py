@@ -40,7 +40,7 @@ from .pumps import PlainPump, Pump, pump_both
 from .read_on import ReadOnBudget
 from .redact import Redactor
 from .resend_connection import ResendConnection
-from .route_gate import RouteGate, is_refusal
+from .route_gate import RouteGate, is_refusal, open_completed
 from .tap import ConnectionTap
 from .unreachable import UnsentBudget, UnsentHandOn, UnsentRead
 
@@ -118,6 +118,13 @@ class Proxy(ResendConnection):
 
     def now(self) -> float:
         return trio.current_time() - self.start_time
+
+    async def open_completed(self) -> None:
+        """Return once every connection the kernel completed on the routes by now has been
+        accepted and its open published (bounded: `route_gate.open_completed`): a hop served
+        outside the relay calls it before handing on bytes it read, which came after those
+        connects."""
+        await open_completed(self._gates)
 
     def publish(self, event: Event) -> None:
         if self.link is not None:

@@ -8,12 +8,21 @@ makes 132 to 217 connections in 0.17 s where, direct, it fails once. So, as soon
 upstream refuses, the route stops listening (the client is refused, as it would be direct),
 the upstream is probed every `PROBE_INTERVAL`, and the same address listens again once it
 answers. Each change is published once as an `UpstreamStatus` event (logged and recorded).
+
+A connection the kernel completed waits in the listener's backlog until the gate's accept
+loop takes it, and its open is published only once its handler starts. A client's connect
+returns as soon as the kernel completes it, so an MCP server may connect and write its tool's
+answer before the proxy has run the accept loop: `open_completed` lets the gates take what
+their backlogs hold, and waits for those handlers to start, so that the stdio hop's bytes
+read after the connection was made are handed on behind its open (the tool-call
+attribution reads the two in that order: `ConnectionAttribution`).
 """
 
 from __future__ import annotations
 
 import errno
-from collections.abc import Awaitable, Callable
+import select
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Optional
 
 import trio
@@ -22,12 +31,16 @@ from ..events import Event, UpstreamStatus
 from ..net.addresses import Address, Route
 from ..net.listeners import Listener, ListenError, connect_reason, open_listener, probe
 
-__all__ = ["PROBE_INTERVAL", "RouteGate", "is_refusal"]
+__all__ = ["OPEN_COMPLETED_WAIT", "PROBE_INTERVAL", "RouteGate", "is_refusal", "open_completed"]
 
 PROBE_INTERVAL = 0.1
 """How often a route whose upstream is down tries it again, in seconds."""
 PROBE_TIMEOUT = 1.0
 """How long one probe may wait for the upstream to accept."""
+OPEN_COMPLETED_WAIT = 0.25
+"""How long `open_completed` waits at most. Taking a connection off the backlog needs only
+this process's own tasks to run, a few scheduling rounds; the bound is for an accept loop
+that backs off (out of file descriptors), which must not hold up forwarding."""
 
 # What a server that is not running answers: nothing listens on the port (TCP), or on the
 # path (a stale socket file), or there is no socket file at all.
@@ -71,6 +84,31 @@ class RouteGate:
         self.listening = True
         self._accepting = trio.CancelScope()
         self._closed = trio.Event()
+        self.accepted = 0
+        """Connections taken off the listener's backlog."""
+        self.handled = 0
+        """Connections whose handler has started (and published their open)."""
+        self._poller = select.poll()
+        self._polled = -1
+
+    def completed(self) -> bool:
+        """A connection the kernel completed has not reached its handler yet: it waits in
+        the listener's backlog, or was accepted and its handler has not started."""
+        if self.accepted > self.handled:
+            return True
+        if not self.listening:
+            return False
+        # A listening socket polls readable while its backlog holds a connection. Asked for
+        # every chunk of the stdio hop: the poller is made once for each listener's socket.
+        fd = self.listener.listener.socket.fileno()
+        if fd < 0:
+            # Closed by the accept loop as it ended (trio.serve_listeners closes its
+            # listeners), before the gate says so: its backlog went with it.
+            return False
+        if self._polled != fd:
+            self._poller, self._polled = select.poll(), fd
+            self._poller.register(fd, select.POLLIN)
+        return bool(self._poller.poll(0))
 
     def _status(self, *, up: bool, detail: str) -> None:
         """Publish the upstream's state as this route sees it now."""
@@ -79,12 +117,19 @@ class RouteGate:
     async def serve(self, handle: Handle, handlers: trio.Nursery) -> None:
         """Accept connections for ``handle`` (run in ``handlers``) until cancelled, closing
         the listener while the upstream is down (see `refused`)."""
+
+        async def started(client: trio.SocketStream) -> None:
+            # Counted in the handler's first step, which runs on to publish the open before
+            # anything else runs (`open_completed` reads the count).
+            self.handled += 1
+            await handle(client)
+
         while True:
             self._accepting = trio.CancelScope()
             with self._accepting:
                 # serve_listeners backs off on EMFILE/ENFILE/ENOMEM/ENOBUFS and keeps going.
                 await trio.serve_listeners(
-                    handle, [self.listener.listener], handler_nursery=handlers
+                    started, [_Counted(self, self.listener.listener)], handler_nursery=handlers
                 )
             await self.aclose()
             self._closed.set()
@@ -145,3 +190,30 @@ class RouteGate:
                 continue
             self.listening = True
             return
+
+
+class _Counted(trio.abc.Listener[trio.SocketStream]):
+    """A gate's listener, counting the connections it hands to the accept loop."""
+
+    def __init__(self, gate: RouteGate, listener: trio.SocketListener) -> None:
+        self.gate = gate
+        self.listener = listener
+
+    async def accept(self) -> trio.SocketStream:
+        stream = await self.listener.accept()
+        self.gate.accepted += 1
+        return stream
+
+    async def aclose(self) -> None:
+        await self.listener.aclose()
+
+
+async def open_completed(gates: Sequence[RouteGate], wait: float = OPEN_COMPLETED_WAIT) -> None:
+    """Return once every connection the kernel completed on ``gates`` by now has had its
+    handler started, its open published (at most ``wait`` seconds): what is handed on after
+    this comes after those opens, as it came after those connects."""
+    if not any(gate.completed() for gate in gates):
+        return  # as a rule: no time spent beyond a poll of each listener
+    with trio.move_on_after(wait):
+        while any(gate.completed() for gate in gates):
+            await trio.sleep(0)

@@ -230,6 +230,7 @@ class StdioRelay:
                     self._ends.client_closes(exited=process.returncode is not None)
                     break
                 if delivering:
+                    await self.proxy.open_completed()  # made before this call: never its
                     if self.feed is not None:
                         await self.feed.client_chunk(chunk)
                     delivering = await self._write_observed(tap, sink, chunk)
@@ -316,6 +317,9 @@ class StdioRelay:
                 if not chunk:
                     self._ends.output_ended = True
                     break
+                # A GOLEM connection the server made before writing this (its connect has
+                # returned) is opened first, or a call it answers would end before it opened.
+                await self.proxy.open_completed()
                 if self.feed is not None:
                     await self.feed.server_chunk(chunk)
                 await self._deliver(tap, sink, chunk)

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from golem_core.profiles import GOLEM
-from golem_proxy.events import Direction
+from golem_proxy.events import Direction, FaultInjected
 from golem_proxy.live.answer_turns import AnswerTurns
 from golem_proxy.live.faults import FaultPlan
 from golem_proxy.live.proxy_options import ProxyOptions
@@ -113,7 +113,9 @@ async def test_answers_held_cost_memory_in_proportion_to_their_number() -> None:
             client = await trio.open_tcp_stream(proxy.listen.host, proxy.listen.port)
             await client.send_all(requests)
             await upstream.wait_received(forwarded)
-            await trio.sleep(0.2)  # the last error, read behind the last request forwarded
+            with trio.fail_after(20):  # every error decided, held behind the requests before it
+                while len(proxy.of_type(FaultInjected)) < HELD:
+                    await trio.sleep(0.01)
             snapshot = tracemalloc.take_snapshot()
         finally:
             tracemalloc.stop()

@@ -248,13 +248,16 @@ async def test_routes_without_faults_stay_on_the_fast_path(nursery: trio.Nursery
     """The fast path forwards a lone header at once; a faulted route waits for the frame."""
     upstream = TracingUpstream()
     await nursery.start(upstream.serve)
-    for faulted_route, forwarded in (("gh", 4), ("main", 0)):
+    for index, (faulted_route, forwarded) in enumerate((("gh", 4), ("main", 0))):
         plan = FaultPlan.parse([f"delay:ms=1,route={faulted_route}"], 1)
         options = ProxyOptions(drain_timeout=0.5, faults=plan)
         proxy = await start_proxy(nursery, upstream.address, options=options)  # route "main"
         stream = await trio.open_tcp_stream(proxy.listen.host, proxy.listen.port)
         await stream.send_all(struct.pack("!I", 10))
-        await trio.sleep(0.2)
-        assert len(upstream.received[-1]) == forwarded
+        with trio.fail_after(10):  # this proxy's upstream connection, and what it forwards
+            while len(upstream.received) <= index or len(upstream.received[index]) < forwarded:
+                await trio.sleep(0.01)
+        await trio.sleep(0.2)  # and nothing more meanwhile: the faulted route holds the header
+        assert len(upstream.received[index]) == forwarded
         await stream.aclose()
         await stop_proxy(proxy)

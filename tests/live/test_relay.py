@@ -345,7 +345,9 @@ async def test_stop_drains_a_call_in_flight_and_refuses_new_clients(
     stream = await connect(proxy.listen)
     client = GolemClient(stream)
     await stream.send_all(frame({"id": 1, "method": "echo", "params": {"late": True}}))
-    await trio.sleep(0.05)
+    with trio.fail_after(10):  # forwarded (decoded after it is): the call is in flight
+        while not proxy.of_type(FrameSeen):
+            await trio.sleep(0.01)
     proxy.session.stop()  # as Ctrl-C does
     reply = await client.receive()  # the answer still comes through the draining proxy
     assert isinstance(reply, Response) and reply.result == {"late": True}

@@ -9,9 +9,12 @@ ignores SIGTERM, and with ``PID_FILE`` it writes its pid there as it starts."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import struct
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -41,8 +44,22 @@ def noisy_failure(why: str, lines: int = 0) -> str:
         _log(f"noisy log line {n}")
     _log(f"ERROR noisy_failure: {why}")
     # The log and the answer travel on two pipes: what the server logged first is read first.
-    time.sleep(0.3)
+    _until_stderr_read()
     raise RuntimeError(why)
+
+
+def _until_stderr_read(within: float = 10.0) -> None:
+    """Return once the reader of our stderr has taken all of it (or after ``within`` s)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            # The bytes a pipe holds unread, asked of its writing end as of its reading end.
+            held = struct.unpack("i", fcntl.ioctl(2, termios.FIONREAD, b"\0" * 4))[0]
+        except OSError:  # not a pipe: no reader to wait for
+            return
+        if not held:
+            return
+        time.sleep(0.01)
 
 
 @base.server.tool()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from tests.support.cli_helpers import run_cli
 from tests.tui.helpers import recording_app, run, select
 
 from .mcp_helpers import SERVER_COMMAND
-from .test_mcp_verify_outage import _calls_around
+from .test_mcp_verify_outage import _calls_around, _wait_for_line
 
 IDLE = "idle for 1 s (--idle-timeout)"
 
@@ -38,7 +37,8 @@ def cut_while_idle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         outcomes = _calls_around(
             command,
             [("list_layers", {})],
-            lambda: time.sleep(1.8),  # the server's connection sits idle past the timeout
+            # The server's connection sits idle until the proxy closed it.
+            lambda: _wait_for_line(record, '"kind":"close"', IDLE),
             [("create_layer", {"name": "after"}), ("list_layers", {})],
         )
     assert [failed for failed, _ in outcomes] == [False, True, False], outcomes

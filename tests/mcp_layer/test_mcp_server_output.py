@@ -181,21 +181,23 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
 ) -> None:
     """The server stops reading (closes its stdin) and says so; the client's next call is
     recorded, marked never delivered ("server gone"), and not counted as sent."""
-    record = tmp_path / "r.jsonl"
+    record, go = tmp_path / "r.jsonl", tmp_path / "go"
     server = (
         "import os, time\n"
         "os.close(0)\n"
         'os.write(1, b\'{"jsonrpc":"2.0","method":"notifications/closed"}\\n\')\n'
-        "time.sleep(1.5)\n"
-    )
+    ) + _until_exists(go)
     process = start_wrapper(record, observer, server)
     assert process.stdin is not None and process.stdout is not None
     try:
         assert b"notifications/closed" in process.stdout.readline()
         process.stdin.write(request(7))
         process.stdin.flush()
+        wait_for(lambda: b'"id":7,' in record.read_bytes(), timeout=20, what="the call recorded")
+        go.touch()
         assert process.wait(timeout=60) == 0
     finally:
+        go.touch()
         reap(process)
         for stream in (process.stdin, process.stdout):
             stream.close()
@@ -271,8 +273,17 @@ STOPS_READING_ONCE_FULL = (
     "os.close(0)\n"
     'note = \'{"jsonrpc":"2.0","method":"closed","params":{"unread":%d}}\\n\'\n'
     "os.write(1, (note % left).encode())\n"
-    "time.sleep(1.5)\n"
 )
+
+
+def _until_exists(go: Path) -> str:
+    """Server code that runs on until ``go`` exists (30 s at most): the calls it did not take
+    are read while it runs, "server gone" rather than gone with its exit."""
+    return (
+        "deadline = time.monotonic() + 30\n"
+        f"while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+    )
 
 
 @OBSERVERS
@@ -283,16 +294,19 @@ def test_calls_still_waiting_for_a_full_pipe_when_the_server_closes_it_are_undel
     pipe took are delivered (the kernel had them), the one cut at its end and those after it,
     still in the wrapper's hands, are recorded never delivered ("server gone"), with the
     bytes of each that went, and not counted as sent."""
-    record = tmp_path / "r.jsonl"
-    process = start_wrapper(record, observer, STOPS_READING_ONCE_FULL)
+    record, go = tmp_path / "r.jsonl", tmp_path / "go"
+    process = start_wrapper(record, observer, STOPS_READING_ONCE_FULL + _until_exists(go))
     assert process.stdin is not None and process.stdout is not None
     calls = [_padded_call(ident, 10_000) for ident in range(1, 9)]
     try:
         process.stdin.write(b"".join(calls))  # more than the server's pipe takes
         process.stdin.flush()
         note = json.loads(process.stdout.readline())
+        wait_for(lambda: b'"id":8,' in record.read_bytes(), timeout=20, what="the last call")
+        go.touch()
         assert process.wait(timeout=60) == 0
     finally:
+        go.touch()
         reap(process)
         for stream in (process.stdin, process.stdout):
             stream.close()

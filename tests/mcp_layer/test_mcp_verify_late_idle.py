@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +26,7 @@ from tests.support.cli_helpers import run_cli
 from .late_session import SERVER as IN_ORDER
 from .late_session import late_answer_session
 from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, environment, wrapped
-from .test_mcp_verify_outage import _calls_around
+from .test_mcp_verify_outage import _calls_around, _wait_for_line
 
 TIMEOUTS = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_timeouts.py")]
 
@@ -210,7 +209,8 @@ def cut_while_idle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         outcomes = _calls_around(
             wrapped(plugin, record, "--idle-timeout", "1"),
             [("list_layers", {})],
-            lambda: time.sleep(1.8),  # the server's connection sits idle past the timeout
+            # The server's connection sits idle until the proxy closed it.
+            lambda: _wait_for_line(record, '"kind":"close"', "idle for 1 s (--idle-timeout)"),
             [("create_layer", {"name": "after"}), ("list_layers", {})],
         )
     assert [failed for failed, _ in outcomes] == [False, True, False], outcomes

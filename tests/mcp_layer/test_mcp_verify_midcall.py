@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import anyio
 import pytest
@@ -50,8 +51,14 @@ def _killed_mid_call(command: list[str], plugin: PluginProcess, variant: str) ->
 
         def kill_once_asked() -> None:
             _wait_for_line(record, '"method":"debug.sleep"')
-            # Read by the plugin by now: killed with bytes unread, it would reset, not end.
-            time.sleep(0.3)
+            # Read by the plugin first: killed with bytes unread, it would reset, not end.
+            deadline = time.monotonic() + 20
+            while (unread := _unread_on(plugin.main.port)) != 0:
+                if unread is None:  # the system does not say: leave it time to read
+                    time.sleep(0.3)
+                    break
+                assert time.monotonic() < deadline, f"{unread} bytes left unread by the plugin"
+                time.sleep(0.02)
             assert plugin.process is not None
             plugin.process.kill()
             plugin.process.wait()
@@ -66,6 +73,21 @@ def _killed_mid_call(command: list[str], plugin: PluginProcess, variant: str) ->
         return outcomes
 
     return anyio.run(session)
+
+
+def _unread_on(port: int) -> Optional[int]:
+    """Bytes the kernel holds unread on the loopback connections accepted on ``port`` (Linux's
+    /proc/net/tcp: each established socket's receive queue); None where it does not say."""
+    try:
+        rows = Path("/proc/net/tcp").read_text(encoding="ascii").splitlines()[1:]
+    except OSError:
+        return None
+    unread = 0
+    for row in rows:
+        local, state, queues = row.split()[1], row.split()[3], row.split()[4]
+        if int(local.rsplit(":", 1)[1], 16) == port and state == "01":  # ESTABLISHED
+            unread += int(queues.split(":")[1], 16)
+    return unread
 
 
 @pytest.fixture(scope="module", params=["drops", "keeps-ended"])

@@ -1,0 +1,74 @@
+"""`open_completed`: a connection the kernel completed on a route's listener, waiting in its
+backlog, is accepted and its handler started (its open published) before the caller goes on;
+a listener the accept loop closed as it ended has no backlog to wait for."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trio
+
+from golem_proxy.events import Event
+from golem_proxy.live.route_gate import RouteGate, open_completed
+from golem_proxy.net.addresses import Address, Route
+from golem_proxy.net.listeners import open_listener
+
+pytestmark = pytest.mark.trio
+
+
+async def _gate(published: list[Event]) -> RouteGate:
+    listener = await open_listener(Address("127.0.0.1", 0))
+    route = Route("main", listener.address, Address("127.0.0.1", 9))
+    return RouteGate(route, listener, published.append, trio.current_time)
+
+
+async def test_a_connection_in_the_backlog_is_handled_before_open_completed_returns() -> None:
+    gate = await _gate([])
+    handled: list[trio.SocketStream] = []
+
+    async def handle(client: trio.SocketStream) -> None:
+        handled.append(client)  # as the relay publishes the open: in the handler's first step
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_serve, gate, handle)
+        assert not gate.completed()
+        with socket.create_connection((gate.address.host, gate.address.port)) as client:
+            # The connect returned: the kernel completed it, nothing of ours has run since.
+            assert gate.completed() and handled == []
+            await open_completed([gate])
+            assert len(handled) == 1 and not gate.completed()
+            assert handled[0].socket.getpeername() == client.getsockname()
+        nursery.cancel_scope.cancel()
+    await gate.aclose()
+
+
+async def test_a_listener_closed_as_its_accept_loop_ended_has_no_backlog() -> None:
+    gate = await _gate([])
+
+    async def handle(client: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_serve, gate, handle)
+        assert not gate.completed()  # asked while it listens, as for every chunk of the hop
+        nursery.cancel_scope.cancel()  # as a stopping proxy cancels it: the loop closes it
+    assert gate.listening and gate.listener.listener.socket.fileno() == -1
+    assert not gate.completed()
+    with trio.fail_after(5):
+        await open_completed([gate])
+    await gate.aclose()
+
+
+async def _serve(
+    gate: RouteGate,
+    handle: Callable[[trio.SocketStream], Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    async with trio.open_nursery() as handlers:
+        handlers.start_soon(gate.serve, handle, handlers)
+        await trio.sleep(0)  # the accept loop waits on the listener
+        task_status.started()
