@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: the other commands' start does not import the live stack.
+    from ..live.spool import spool_path
     from ..live.spool_recover import RecoverError, recover
 
     try:
@@ -30,6 +31,12 @@ def run(args: argparse.Namespace) -> int:
     except RecoverError as exc:
         raise CommandError(str(exc)) from None
     path = safe_text(done.path)
+    if done.stopped is not None:
+        raise CommandError(
+            f"{safe_text(spool_path(args.file))}: decoding stopped before its end: "
+            f"{safe_text(done.stopped)}; {safe_text(args.file)} and its spool left as they "
+            f"were, what precedes it recovered to {path} ({done.exchanges} exchanges)"
+        )
     if done.replaced:
         line = (
             f"{path}: recovered, {done.exchanges} exchanges (it held {done.before}); "
@@ -41,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             f"does not ({done.before} against {done.exchanges}); the recovered recording is "
             f"{path}"
         )
-    else:
+    else:  # its spool's process was never fed a record
         line = f"{path}: its spool held nothing to decode; removed, the recording left as it was"
     console().print(line, soft_wrap=True, highlight=False, markup=False)
     return EXIT_OK

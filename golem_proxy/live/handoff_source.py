@@ -15,14 +15,22 @@ import functools
 import math
 import os
 import pickle
+import typing
 from collections.abc import Sequence
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 import trio
 
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, SpoolFull, UpstreamStatus
+from ..events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    SpoolFull,
+    UpstreamStatus,
+)
 from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
@@ -43,7 +51,12 @@ from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
 
-__all__ = ["HandoffSource"]
+__all__ = ["KILLED", "HandoffSource"]
+
+_T = TypeVar("_T")
+EVENT_TYPES = typing.get_args(Event)
+KILLED = "the proxy was killed"
+"""The close of a connection still open where a killed session's spool ends (recover)."""
 
 GATHER = 0.005
 """Seconds the records of a quiet pipe gather before they are read."""
@@ -89,7 +102,16 @@ class HandoffSource:
         os.set_blocking(fd, False)
         self.on_unended = on_unended
         """Called with the last record's time when the records end without the session's end
-        (`golem-proxy recover`: a killed session's spool); None: the recording stays unended."""
+        (`golem-proxy recover`: a killed session's spool), after each connection still open
+        is closed as `KILLED`; None: the recording stays unended. Given, a record that does
+        not read stops the reading (`broken`) rather than raise: a spool is a file anyone may
+        have damaged, never this side's own forwarding process."""
+        self.broken: Optional[str] = None
+        """Where and why the records stopped before their end: a record that does not read
+        (only with ``on_unended``); None: read to their end."""
+        self._sent: dict[int, list[int]] = {}
+        """Per connection open, the bytes handed on each way (``DATA`` and ``LOST``), for the
+        close a connection still open at a killed session's end gets (`_close_killed`)."""
         self.ended = False
         """The forwarding process's last record (`Kind.SESSION_END`) was read."""
         self.spool_fd = spool_fd
@@ -191,6 +213,7 @@ class HandoffSource:
                 task_status.started(list(self.bound))
                 await self._read_until_end()
                 if not self.ended and self.on_unended is not None:
+                    self._close_killed()
                     self.on_unended(self._now)
                 # What is decoded from now on comes in one burst: let the consumers queue it.
                 self.hub.widen(STOP_LIMIT)
@@ -222,11 +245,22 @@ class HandoffSource:
             if not got:
                 return
             while True:
-                record = reader.next_record()
-                if record is None:
-                    break
-                self.records += 1
-                self._handle(record)
+                at = reader.offset
+                try:
+                    record = reader.next_record()
+                    if record is None:
+                        break
+                    self.records += 1
+                    if self.on_unended is not None and not math.isfinite(record.t):
+                        # Written in the recording's lines, which hold finite times only.
+                        raise HandoffError(f"its time is {record.t}")
+                    self._handle(record)
+                except Exception as exc:
+                    if self.on_unended is None:
+                        raise  # the pipe of this side's own forwarding process: a bug
+                    where = at if self._spool is None else self._spool.start + at
+                    self.broken = f"the record at offset {where} does not read: {_why(exc)}"
+                    return
                 if reader.offset - marked >= MARK_EVERY:
                     # Within a long batch too: the forwarding side sees steady progress.
                     marked = reader.offset
@@ -281,7 +315,8 @@ class HandoffSource:
         kind = record.kind
         direction = PIPE_DIRECTIONS[record.direction]
         if kind is Kind.OPENED:
-            opened = pickle.loads(record.data)
+            opened = _unpickled(record, ConnectionOpened)
+            self._sent[record.conn] = [0, 0]
             self._taps[record.conn] = self.make_tap(
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
@@ -294,26 +329,9 @@ class HandoffSource:
                 # tool calls): what its close names if nothing crosses it.
                 self.observer.after_queued(functools.partial(connections.opened, opened))
         elif kind is Kind.CLOSED:
-            # After everything the connection forwarded is decoded, as the relay reports it
-            # (through its tap's publish: an MCP hop's close ends its tool calls in flight).
-            tap = self._taps.pop(record.conn, None)
-            self._unrecorded_values.pop(record.conn, None)
-            publish = self.publish if tap is None else tap.publish
-            closed = pickle.loads(record.data)
-            if tap is not None:  # before the close, the gaps nothing later reported
-                self.observer.after_queued(functools.partial(tap.closing, closed.t))
-            connections = self._connections_of(closed.route)
-            if connections is not None:
-                # Whether the tap was handed a byte is read when the close is decided.
-                self.observer.after_queued(
-                    lambda: publish(connections.closed(closed, tap is not None and tap.carried))
-                )
-            else:
-                self.observer.submit_event(publish, closed)
-            if tap is not None:
-                self.observer.forget(tap)
+            self._close(record.conn, _unpickled(record, ConnectionClosed))
         elif kind is Kind.RESUME:
-            self._resume(pickle.loads(record.data))
+            self._resume(_unpickled(record, Resumption))
         elif kind is Kind.SPOOL_FULL:
             if self._spool is not None:
                 self._spool.leave()
@@ -329,7 +347,7 @@ class HandoffSource:
             # fault's or an intercept's event after the frame it acted on, an MCP server's
             # stderr after the hop's frames handed on before it; a GOLEM route's upstream
             # down or back, followed by the tool-call tracker then (`ToolCallTracker.upstream`).
-            event = pickle.loads(record.data)
+            event: Event = _unpickled(record, EVENT_TYPES)  # type: ignore[arg-type]
             tracker = self._tracker
             if tracker is not None and isinstance(event, UpstreamStatus):
                 self.observer.after_queued(functools.partial(tracker.upstream, event))
@@ -339,6 +357,7 @@ class HandoffSource:
             if tap is None:
                 return  # a connection opened before a restart of this side: nothing to add to
             if kind is Kind.DATA:
+                self._count(record.conn, direction, len(record.data))
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
@@ -377,7 +396,52 @@ class HandoffSource:
                         )
                     )
             else:
+                self._count(record.conn, direction, record.lost)
                 self.observer.lose(tap, direction, record.lost, record.t)
+
+    def _close(self, conn: int, closed: ConnectionClosed) -> None:
+        """The connection closed: after everything it forwarded is decoded, as the relay
+        reports it (through its tap's publish: an MCP hop's close ends its tool calls in
+        flight)."""
+        tap = self._taps.pop(conn, None)
+        self._unrecorded_values.pop(conn, None)
+        self._sent.pop(conn, None)
+        publish = self.publish if tap is None else tap.publish
+        if tap is not None:  # before the close, the gaps nothing later reported
+            self.observer.after_queued(functools.partial(tap.closing, closed.t))
+        connections = self._connections_of(closed.route)
+        if connections is not None:
+            # Whether the tap was handed a byte is read when the close is decided.
+            self.observer.after_queued(
+                lambda: publish(connections.closed(closed, tap is not None and tap.carried))
+            )
+        else:
+            self.observer.submit_event(publish, closed)
+        if tap is not None:
+            self.observer.forget(tap)
+
+    def _close_killed(self) -> None:
+        """The records ended without the session's end (a killed session's spool): each
+        connection still open is closed as the relay closes one when the proxy stops, so
+        that its frame in progress is reported truncated (`ConnectionTap.closing`), not left
+        waiting as if the recording had merely ended."""
+        for conn, tap in list(self._taps.items()):
+            sent = self._sent.get(conn, [0, 0])
+            closed = ConnectionClosed(
+                conn=conn,
+                route=tap.route,
+                reason=KILLED,
+                t=self._now,
+                bytes_c2s=sent[0],
+                bytes_s2c=sent[1],
+                abnormal=True,
+            )
+            self._close(conn, closed)
+
+    def _count(self, conn: int, direction: Direction, size: int) -> None:
+        sent = self._sent.get(conn)
+        if sent is not None:
+            sent[direction is Direction.S2C] += size
 
     def _learn(self, record: Record, tap: ConnectionTap) -> None:
         """An ``UNRECORDED`` record: its values learned by ``tap`` in order with the chunks,
@@ -445,3 +509,21 @@ class HandoffSource:
             if not points[resumed.opened.conn].opened:
                 self.observer.submit_event(self.publish, resumed.opened)
         self._taps.update(taps)
+
+
+def _unpickled(record: Record, expected: type[_T] | tuple[type, ...]) -> _T:
+    """The object a record's data pickles, checked to be what its kind carries. Raises
+    HandoffError, or what unpickling raises."""
+    value = pickle.loads(record.data)
+    if not isinstance(value, expected):
+        kind = record.kind.name
+        raise HandoffError(f"its data is of type {type(value).__name__}, not what {kind} carries")
+    return typing.cast(_T, value)
+
+
+def _why(exc: Exception) -> str:
+    """One line saying what was wrong with a record (``exc``, raised reading it)."""
+    said = str(exc).splitlines()[0][:200] if str(exc) else ""
+    if isinstance(exc, HandoffError):
+        return said
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__

@@ -121,19 +121,25 @@ async def observe(
     on_ready: Callable[[], None] = lambda: None,
     spool_fd: int = -1,
     recovered: Optional[str] = None,
+    on_broken: Callable[[str], None] = lambda why: None,
 ) -> str:
     """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
     runs: the TUI attaches its sink there; ``on_ready`` is called once the forwarding process
     is told it is ready); returns its closing line. ``recovered`` (`golem-proxy recover`): the
-    session-end line says it, and ends the recording also when the records end without one."""
+    session-end line says it, and ends the recording also when the records end without one;
+    ``on_broken`` is then told where and why they stopped early, at one that does not read."""
     profile = config.profile
+    handoffs: list[HandoffSource] = []
 
     def ended(t: float, reason: str) -> None:
         session.stop(reason if recovered is None else f"{reason}; {recovered}", t=t)
 
     def unended(t: float) -> None:
         assert recovered is not None
-        session.stop(recovered, t=t)
+        broken = handoffs[0].broken
+        if broken is not None:
+            on_broken(broken)
+        session.stop(recovered if broken is None else f"{recovered}; {broken}", t=t)
 
     def source(hub: EventHub) -> HandoffSource:
         acknowledger = Acknowledger(control)
@@ -160,6 +166,7 @@ async def observe(
             # (a restart); what this one learns, the forwarding process keeps for the next.
             handoff.redactor.echoes.remember(setup.echoes)
             handoff.redactor.echoes.on_new = acknowledger.learned
+        handoffs.append(handoff)
         return handoff
 
     session = ProxySession(config, source)

@@ -220,7 +220,9 @@ class SpoolRecords(PipeRecords):
     def __init__(self, spool_fd: int, doorbell: int, reader: RecordReader) -> None:
         super().__init__(spool_fd, reader)
         # The records begin after the header, written whole before this process started.
-        os.lseek(spool_fd, read_header(spool_fd).records_start, os.SEEK_SET)
+        self.start = read_header(spool_fd).records_start
+        """Where the records begin in the spool."""
+        os.lseek(spool_fd, self.start, os.SEEK_SET)
         self.wait_fd = doorbell
         self._rung_out = False
         """The doorbell ended: what the spool holds now is all there will be."""

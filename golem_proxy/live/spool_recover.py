@@ -11,9 +11,15 @@ for), a take-up reading the copy as it stood then. Decoding depends on the recor
 times are the forwarding process's, written in them), so the copy holds what the killed
 process would have written, and then a ``session-end`` line saying it was recovered.
 
-The copy replaces REC only when it holds every exchange REC held; otherwise both stay (REC
-untouched, the copy beside it as ``NAME.recovered.jsonl``). The spool is removed either way:
-what it held is in the copy.
+The copy replaces REC only when the decoding read the spool to its end and the copy holds
+every exchange REC held; the spool is then removed (what it held is in the copy). Otherwise
+REC and the spool both stay as they were, the copy beside them as ``NAME.recovered.jsonl``:
+REC holds exchanges the decoding does not, or the spool stops midway at a record that does not
+read (`Recovered.stopped`: its offset and what is wrong), and the copy holds what precedes it.
+
+REC is checked before anything is decoded: it must read as a recording (its header torn by the
+kill is fine when the spool holds the whole session: it began with REC empty), and the spool's
+header must cut it at the end of a line.
 """
 
 from __future__ import annotations
@@ -27,11 +33,14 @@ import socket
 import tempfile
 import threading
 from dataclasses import dataclass
+from typing import Optional
 
 import trio
 
-from ..recording.reader import read_recording
-from ..recording.schema import RecordingError
+from ..events import ExchangeCompleted, SessionEnded
+from ..recording.files import open_recording
+from ..recording.reader import RecordingReader
+from ..recording.schema import DEFAULT_MAX_LINE, RecordingError
 from ..recording.spool_left import quiet_about
 from ..recording.writer_lock import writer_holds_lock
 from .observer_launch import ObserverSetup
@@ -59,6 +68,9 @@ class Recovered:
     """The exchanges REC held."""
     replaced: bool
     """REC was replaced by it."""
+    stopped: Optional[str] = None
+    """Where and why the decoding stopped before the spool's end (REC and the spool then left
+    as they were); None: the spool was decoded to its end."""
 
 
 def recover(path: str) -> Recovered:
@@ -94,20 +106,33 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
             header = read_header(spool_fd)
         except ValueError as exc:
             raise RecoverError(f"{spool}: {exc}") from None
+        setup = _setup(spool, header.setup)
         if header.recorded is None:
             remove_spool(spool)  # the process it was for was fed nothing
-            count = len(_exchanges(path))
+            count = sum(_held(path, record_fd, None).values())
             return Recovered(path, count, count, False)
         if os.fstat(record_fd).st_size < header.recorded:
             raise RecoverError(f"{path} is shorter than when its spool began: not its recording")
+        before = _held(path, record_fd, header.recorded)
+        _check_cut(path, spool, record_fd, header.recorded)
         directory, name = os.path.split(os.path.abspath(path))
         fd, copy = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".recovering")
         try:
             _copy(record_fd, fd, header.recorded)
             os.close(fd)
             fd = -1
-            _decode(copy, spool, spool_fd, header.setup, header.records_start)
-            return _put_in_place(path, copy, spool)
+            stopped = _decode(copy, spool, spool_fd, setup, header.records_start)
+            try:
+                after, ended = _scan(copy)
+            except RecordingError as exc:
+                where = f"line {exc.line}: " if exc.line is not None else ""
+                raise RecoverError(
+                    f"{spool}: decoded onto {path} as it was when the spool began, it does not "
+                    f"read ({where}{exc.what}): not that recording's spool; nothing changed"
+                ) from None
+            if stopped is None and not ended:
+                stopped = "the recovered lines stop before the spool's end (said above)"
+            return _put_in_place(path, copy, spool, before, after, stopped)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -115,6 +140,48 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
                 os.unlink(copy)
     finally:
         os.close(record_fd)
+
+
+def _setup(spool: str, data: bytes) -> ObserverSetup:
+    """The observing process's setup the spool's header holds. Raises RecoverError."""
+    try:
+        setup = pickle.loads(data)
+    except Exception as exc:
+        raise RecoverError(
+            f"{spool}: the setup in its header does not read ({type(exc).__name__}); nothing "
+            "changed"
+        ) from None
+    if not isinstance(setup, ObserverSetup):
+        raise RecoverError(
+            f"{spool}: the setup in its header is of type {type(setup).__name__}, not an "
+            "observing process's setup; nothing changed"
+        )
+    return dataclasses.replace(setup, tui=False, notes=())
+
+
+def _held(path: str, record_fd: int, recorded: Optional[int]) -> collections.Counter[Key]:
+    """The exchanges REC holds, read before anything is decoded. A REC that does not read is
+    refused (RecoverError), but one whose whole content is a first line the kill tore (or
+    nothing) when the spool holds the session from its start (``recorded`` 0): the copy is
+    cut to nothing then, and rebuilt whole from the spool."""
+    try:
+        return _scan(path)[0]
+    except RecordingError as exc:
+        size = os.fstat(record_fd).st_size
+        torn = size <= DEFAULT_MAX_LINE and b"\n" not in os.pread(record_fd, size, 0)
+        if recorded == 0 and torn:
+            return collections.Counter()
+        raise RecoverError(f"{exc}; nothing decoded, nothing changed") from None
+
+
+def _check_cut(path: str, spool: str, record_fd: int, recorded: int) -> None:
+    """The spool's header cuts REC at the end of a line (what the observing process found
+    there when it began). Raises RecoverError."""
+    if recorded and os.pread(record_fd, 1, recorded - 1) != b"\n":
+        raise RecoverError(
+            f"{spool}: its header says {path} had {recorded} bytes when it began, which cuts "
+            "a line of it in two: not that recording's spool; nothing changed"
+        )
 
 
 def _copy(source: int, target: int, size: int) -> None:
@@ -127,10 +194,12 @@ def _copy(source: int, target: int, size: int) -> None:
         done += len(chunk)
 
 
-def _decode(copy: str, spool: str, spool_fd: int, setup_data: bytes, start: int) -> None:
-    """Decode the spool onto ``copy`` as its observing process would have."""
-    setup: ObserverSetup = pickle.loads(setup_data)
-    setup = dataclasses.replace(setup, tui=False, notes=())
+def _decode(
+    copy: str, spool: str, spool_fd: int, setup: ObserverSetup, start: int
+) -> Optional[str]:
+    """Decode the spool onto ``copy`` as its observing process would have. Returns where and
+    why it stopped before the spool's end (a record that does not read), None: at its end."""
+    stopped: list[str] = []
     write_fd = os.open(copy, os.O_WRONLY)
     os.lseek(write_fd, 0, os.SEEK_END)
     read_fd = os.open(copy, os.O_RDONLY)
@@ -153,6 +222,7 @@ def _decode(copy: str, spool: str, spool_fd: int, setup_data: bytes, start: int)
                 record_read_fd=read_fd,
                 spool_fd=spool_fd,
                 recovered=f"recovered from {spool} after the proxy was killed",
+                on_broken=stopped.append,
             )
         )
     finally:
@@ -161,6 +231,7 @@ def _decode(copy: str, spool: str, spool_fd: int, setup_data: bytes, start: int)
         ours.close()
         os.close(doorbell)
         os.close(read_fd)
+    return stopped[0] if stopped else None
 
 
 def _discard(sock: socket.socket) -> None:
@@ -169,29 +240,48 @@ def _discard(sock: socket.socket) -> None:
             pass
 
 
-def _exchanges(path: str) -> collections.Counter[tuple[object, ...]]:
+Key = tuple[object, ...]
+
+
+def _scan(path: str) -> tuple[collections.Counter[Key], bool]:
     """The exchanges ``path`` holds, each by what the wire decided (its connection, route and
-    the forwarding process's times of its request and answer)."""
-    return collections.Counter(
-        (e.conn, e.route, e.request.t, e.response.t) for e in read_recording(path).exchanges()
-    )
+    the forwarding process's times of its request and answer), and whether its last event is
+    a ``session-end``. Read one event at a time: a recording of one huge frame's lines is
+    never held whole. Raises RecordingError, OSError."""
+    found: collections.Counter[Key] = collections.Counter()
+    last: object = None
+    with open_recording(path) as stream:
+        if not os.fstat(stream.fileno()).st_size:
+            return found, False  # killed before its header was written
+        for event in RecordingReader(stream, path=path):
+            last = event
+            if isinstance(event, ExchangeCompleted):
+                found[(event.conn, event.route, event.request.t, event.response.t)] += 1
+    return found, isinstance(last, SessionEnded)
 
 
-def _put_in_place(path: str, copy: str, spool: str) -> Recovered:
-    try:
-        before = _exchanges(path)
-    except RecordingError:
-        if os.path.getsize(path):
-            raise
-        before = collections.Counter()  # killed before its header was written
-    after = _exchanges(copy)
+def _put_in_place(
+    path: str,
+    copy: str,
+    spool: str,
+    before: collections.Counter[Key],
+    after: collections.Counter[Key],
+    stopped: Optional[str],
+) -> Recovered:
     count, held = sum(after.values()), sum(before.values())
-    if not before - after:
+    if stopped is None and not before - after:
         os.replace(copy, path)
         remove_spool(spool)
         return Recovered(path, count, held, True)
     root, ext = os.path.splitext(path)
     beside = f"{root}.recovered{ext or '.jsonl'}"
-    os.link(copy, beside)  # never over another file (FileExistsError); the copy's name goes
-    remove_spool(spool)
-    return Recovered(beside, count, held, False)
+    try:
+        os.link(copy, beside)  # never over another file; the copy's name goes
+    except FileExistsError:
+        raise RecoverError(
+            f"{beside} is there already (an earlier recover's?): move it away and run recover "
+            "again; nothing changed"
+        ) from None
+    if stopped is None:
+        remove_spool(spool)  # what it held is in the copy
+    return Recovered(beside, count, held, False, stopped)
