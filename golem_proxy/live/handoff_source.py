@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import pickle
 from collections.abc import Sequence
 from typing import Callable, Optional
 
@@ -39,6 +38,7 @@ from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
 from .spool import SpoolRecords
+from .spool_pickle import safe_loads
 from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
@@ -280,8 +280,9 @@ class HandoffSource:
         self._now = record.t
         kind = record.kind
         direction = PIPE_DIRECTIONS[record.direction]
+        # Not pickle.loads: from a spool, these bytes may be a file `recover` was pointed at.
         if kind is Kind.OPENED:
-            opened = pickle.loads(record.data)
+            opened = safe_loads(record.data)
             self._taps[record.conn] = self.make_tap(
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
@@ -299,7 +300,7 @@ class HandoffSource:
             tap = self._taps.pop(record.conn, None)
             self._unrecorded_values.pop(record.conn, None)
             publish = self.publish if tap is None else tap.publish
-            closed = pickle.loads(record.data)
+            closed = safe_loads(record.data)
             if tap is not None:  # before the close, the gaps nothing later reported
                 self.observer.after_queued(functools.partial(tap.closing, closed.t))
             connections = self._connections_of(closed.route)
@@ -313,7 +314,7 @@ class HandoffSource:
             if tap is not None:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
-            self._resume(pickle.loads(record.data))
+            self._resume(safe_loads(record.data))
         elif kind is Kind.SPOOL_FULL:
             if self._spool is not None:
                 self._spool.leave()
@@ -329,7 +330,7 @@ class HandoffSource:
             # fault's or an intercept's event after the frame it acted on, an MCP server's
             # stderr after the hop's frames handed on before it; a GOLEM route's upstream
             # down or back, followed by the tool-call tracker then (`ToolCallTracker.upstream`).
-            event = pickle.loads(record.data)
+            event = safe_loads(record.data)
             tracker = self._tracker
             if tracker is not None and isinstance(event, UpstreamStatus):
                 self.observer.after_queued(functools.partial(tracker.upstream, event))

@@ -22,7 +22,6 @@ import collections
 import contextlib
 import dataclasses
 import os
-import pickle
 import socket
 import tempfile
 import threading
@@ -38,7 +37,9 @@ from .observer_launch import ObserverSetup
 from .observing import observe, session_config
 from .spool import spool_path
 from .spool_header import read_header
-from .spool_place import open_spool, remove_spool
+from .spool_pickle import safe_loads
+from .spool_place import OpenedSpool, SpoolGone, open_spool, remove_dangling
+from .spool_trust import check_tied
 
 __all__ = ["RecoverError", "Recovered", "recover"]
 
@@ -67,19 +68,24 @@ def recover(path: str) -> Recovered:
     spool = spool_path(path)
     quiet_about(path)  # the spool this command is at work on
     try:
-        spool_fd = open_spool(spool)
+        opened = open_spool(spool)
     except FileNotFoundError:
         raise RecoverError(f"{spool}: no spool beside the recording, nothing to recover") from None
+    except SpoolGone as exc:
+        # Its bytes went with a restart: the link alone tells readers of a spool left.
+        removed = "; the link is removed" if remove_dangling(spool, exc.filename) else ""
+        raise RecoverError(f"{exc.strerror}{removed}") from None
     except OSError as exc:
         raise RecoverError(str(exc)) from None
     try:
-        return _recover(path, spool, spool_fd)
+        return _recover(path, opened)
     finally:
         with contextlib.suppress(OSError):
-            os.close(spool_fd)
+            os.close(opened.fd)
 
 
-def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
+def _recover(path: str, opened: OpenedSpool) -> Recovered:
+    spool, spool_fd = opened.link, opened.fd
     record_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         if writer_holds_lock(record_fd):
@@ -87,15 +93,13 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
                 f"{path} is being written by a live proxy: its spool is that proxy's "
                 "(recover what a killed one left)"
             )
-        if os.fstat(spool_fd).st_uid != os.geteuid():
-            # The spool's records are decoded with pickle, as between the proxy's processes.
-            raise RecoverError(f"{spool}: owned by another user, not decoded")
         try:
             header = read_header(spool_fd)
+            check_tied(header, record_fd)  # before anything is decoded or removed
         except ValueError as exc:
             raise RecoverError(f"{spool}: {exc}") from None
         if header.recorded is None:
-            remove_spool(spool)  # the process it was for was fed nothing
+            opened.remove()  # the process it was for was fed nothing
             count = len(_exchanges(path))
             return Recovered(path, count, count, False)
         if os.fstat(record_fd).st_size < header.recorded:
@@ -107,7 +111,7 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
             os.close(fd)
             fd = -1
             _decode(copy, spool, spool_fd, header.setup, header.records_start)
-            return _put_in_place(path, copy, spool)
+            return _put_in_place(path, copy, opened)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -129,7 +133,7 @@ def _copy(source: int, target: int, size: int) -> None:
 
 def _decode(copy: str, spool: str, spool_fd: int, setup_data: bytes, start: int) -> None:
     """Decode the spool onto ``copy`` as its observing process would have."""
-    setup: ObserverSetup = pickle.loads(setup_data)
+    setup: ObserverSetup = safe_loads(setup_data)
     setup = dataclasses.replace(setup, tui=False, notes=())
     write_fd = os.open(copy, os.O_WRONLY)
     os.lseek(write_fd, 0, os.SEEK_END)
@@ -177,7 +181,7 @@ def _exchanges(path: str) -> collections.Counter[tuple[object, ...]]:
     )
 
 
-def _put_in_place(path: str, copy: str, spool: str) -> Recovered:
+def _put_in_place(path: str, copy: str, spool: OpenedSpool) -> Recovered:
     try:
         before = _exchanges(path)
     except RecordingError:
@@ -188,10 +192,10 @@ def _put_in_place(path: str, copy: str, spool: str) -> Recovered:
     count, held = sum(after.values()), sum(before.values())
     if not before - after:
         os.replace(copy, path)
-        remove_spool(spool)
+        spool.remove()
         return Recovered(path, count, held, True)
     root, ext = os.path.splitext(path)
     beside = f"{root}.recovered{ext or '.jsonl'}"
     os.link(copy, beside)  # never over another file (FileExistsError); the copy's name goes
-    remove_spool(spool)
+    spool.remove()
     return Recovered(beside, count, held, False)
