@@ -10,9 +10,12 @@ with its rows, `analysis.request_rows`, each naming its trace), and the TUI show
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import Optional, Union
 
 from ..recording.seq_watch import SeqJump, SeqWatch
+from ..recording.spool_left import SPOOL_SUFFIX
 from ..recording.time_watch import TimeStep, TimeWatch
 from ..recording.unheld_exchanges import UnheldExchanges
 from ..terminal import format_size, safe_text
@@ -130,7 +133,7 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
         return notes
     why = unfinished_reasons(reader)
     if why:
-        notes.append(_unfinished_note(path, reader.being_written_at_end, why))
+        notes.append(_unfinished_note(path, reader.being_written_at_end, why, reader.path))
     return notes
 
 
@@ -152,13 +155,29 @@ def unfinished_reasons(reader: FlowReader) -> list[str]:
     return why
 
 
-def _unfinished_note(path: str, writing: Optional[bool], why: list[str]) -> str:
+def _unfinished_note(path: str, writing: Optional[bool], why: list[str], file: str) -> str:
     """The note of a recording that does not end as a finished session's does (``why``):
     still being written when it was read (``writing``: `FlowReader.being_written_at_end`),
     or left by a proxy that stopped without closing it, or either when that cannot be told
-    (a file whose writer held no lock)."""
+    (a file whose writer held no lock). With a spool beside it (``file``'s, in use or left
+    by a kill) the recording trails the wire by what the spool holds, seconds under load,
+    not `TRAILS_BY`."""
     from ..live.recorder import TRAILS_BY  # here: the live side imports trio
 
+    spool = file + SPOOL_SUFFIX
+    if os.path.lexists(spool):
+        trail = f"what its spool ({safe_text(spool)}) holds"
+        rebuild = (
+            f"; after a kill -9, golem-proxy recover {shlex.quote(safe_text(file))} rebuilds it"
+        )
+        if writing:
+            return (
+                f"note: {path}: still being written (the proxy is recording through a spool); "
+                f"read as far as it is written, it may trail the wire by {trail}"
+            )
+        said = "; ".join(why)
+        stopped = stopped_words(writing)
+        return f"note: {path}: {stopped}; it may trail the wire by {trail} ({said}){rebuild}"
     trail = f"{round(TRAILS_BY * 1000)} ms"
     if writing:
         # Nothing is wrong with it: it ends where the writer has got to.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import pickle
 import typing
 from collections.abc import Sequence
 from typing import Callable, Optional, TypeVar
@@ -47,6 +46,7 @@ from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
 from .spool import SpoolRecords
+from .spool_pickle import safe_loads
 from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
@@ -314,6 +314,7 @@ class HandoffSource:
         self._now = record.t
         kind = record.kind
         direction = PIPE_DIRECTIONS[record.direction]
+        # Not pickle.loads: from a spool, these bytes may be a file `recover` was pointed at.
         if kind is Kind.OPENED:
             opened = _unpickled(record, ConnectionOpened)
             self._sent[record.conn] = [0, 0]
@@ -514,7 +515,7 @@ class HandoffSource:
 def _unpickled(record: Record, expected: type[_T] | tuple[type, ...]) -> _T:
     """The object a record's data pickles, checked to be what its kind carries. Raises
     HandoffError, or what unpickling raises."""
-    value = pickle.loads(record.data)
+    value = safe_loads(record.data)
     if not isinstance(value, expected):
         kind = record.kind.name
         raise HandoffError(f"its data is of type {type(value).__name__}, not what {kind} carries")

@@ -29,7 +29,7 @@ from . import kernel_pipes
 from .handoff import HandoffWriter
 from .handoff_reader import PipeRecords, RecordReader
 from .spool_header import mark_recorded, read_header, write_header
-from .spool_place import create_spool, remove_spool
+from .spool_place import OpenedSpool, create_spool, identity, remove_spool
 
 __all__ = [
     "RING_EVERY",
@@ -78,6 +78,9 @@ class SpoolFile:
         self.read_fd = read_fd
         self.data = data
         """Where its bytes are when ``path`` is a link to them (spool_place.py)."""
+        self.made: Optional[OpenedSpool] = None
+        """The link and file made (`create`), which `remove` removes while the names lead to
+        them; None: by name."""
 
     @classmethod
     def create(cls, path: str, *, overwrite: bool = False, need: int = 0) -> SpoolFile:
@@ -89,11 +92,16 @@ class SpoolFile:
             write_fd = os.dup(stream.fileno())
         try:
             read_fd = read_side(path if data is None else data, write_fd)
+            made = os.fstat(write_fd)
+            link_id = identity(path)
         except BaseException:
             os.close(write_fd)
             remove_spool(path, data)
             raise
-        return cls(path, write_fd, read_fd, data, need)
+        spool = cls(path, write_fd, read_fd, data, need)
+        # What `remove` takes away: these, not whatever the names lead to by then.
+        spool.made = OpenedSpool(-1, path, data, link_id or (-1, -1), (made.st_dev, made.st_ino))
+        return spool
 
     def begin(self, setup: bytes) -> None:
         """Write the spool's header (spool_header.py) for the process started with ``setup``
@@ -104,7 +112,8 @@ class SpoolFile:
         """Note in the header the size the recording (open on ``record_fd``) has now, just
         before the process is fed its first record: where `golem-proxy recover` cuts a copy of
         the recording to decode the spool onto. Raises OSError."""
-        mark_recorded(self.write_fd, os.fstat(record_fd).st_size)
+        found = os.fstat(record_fd)
+        mark_recorded(self.write_fd, found.st_size, found.st_ino)
 
     def close_read(self) -> None:
         """The observing process has its own descriptor now: close ours."""
@@ -116,12 +125,16 @@ class SpoolFile:
         self.remove()
         fresh = SpoolFile.create(self.path, need=self.need)
         self.write_fd, self.read_fd, self.data = fresh.write_fd, fresh.read_fd, fresh.data
+        self.made = fresh.made
 
     def remove(self) -> None:
         """Close it and take it off the disk."""
         self.write_fd = _closed(self.write_fd)
         self.read_fd = _closed(self.read_fd)
-        remove_spool(self.path, self.data)
+        if self.made is None:
+            remove_spool(self.path, self.data)
+        else:
+            self.made.remove()
 
 
 def _closed(fd: int) -> int:

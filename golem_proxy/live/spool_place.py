@@ -19,14 +19,27 @@ old one first).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from typing import IO, Optional
 
 from ..recording.files import open_private
 
-__all__ = ["BESIDE", "SPOOL_DIR_ENV", "create_spool", "open_spool", "remove_spool", "spool_dir"]
+__all__ = [
+    "BESIDE",
+    "SPOOL_DIR_ENV",
+    "OpenedSpool",
+    "SpoolGone",
+    "create_spool",
+    "identity",
+    "open_spool",
+    "remove_dangling",
+    "remove_spool",
+    "spool_dir",
+]
 
 SPOOL_DIR_ENV = "GOLEM_PROXY_SPOOL_DIR"
 BESIDE = "beside"
@@ -84,28 +97,151 @@ def create_spool(
     return os.fdopen(fd, "wb"), data
 
 
-def open_spool(link: str) -> int:
-    """A descriptor reading the spool found at ``link``: the file itself, or the one the link
-    a proxy made there names (a regular file, no further link followed). Raises
-    FileNotFoundError (none there), OSError with a reason (a link to nothing any more: a
-    memory file system is emptied when the machine restarts)."""
+@dataclass(frozen=True)
+class OpenedSpool:
+    """A spool found at ``link`` and open for reading (`open_spool`), and what was opened:
+    `remove` takes away only that, whatever the names lead to by then."""
+
+    fd: int
+    link: str
+    data: Optional[str]
+    """Where its bytes are when ``link`` is a link to them; None: ``link`` is the file."""
+    link_id: tuple[int, int]
+    data_id: tuple[int, int]
+
+    def remove(self) -> None:
+        """Remove the file read and the link to it, each only while its name still leads to
+        what was opened (device and inode): a name swapped meanwhile keeps what it names."""
+        if self.data is not None and identity(self.data) == self.data_id:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.data)
+        # A link made anew may take the inode of the one removed: its target tells them apart.
+        if identity(self.link) == self.link_id and _target(self.link) == self.data:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.link)
+
+
+class SpoolGone(OSError):
+    """``link`` is a link of this user's to a file that is no more (``strerror`` says so,
+    ``filename`` is that file)."""
+
+
+def open_spool(link: str) -> OpenedSpool:
+    """The spool found at ``link`` open for reading: the file itself, or the one the link
+    names. Trusted only as far as it is this user's: the link, the file, and no one else may
+    write the file (a spool's records are pickles) or swap it in its directory. Raises
+    FileNotFoundError (none there), SpoolGone, OSError with a reason (refused)."""
+    found = os.lstat(link)
+    _refuse_foreign(link, found, "link" if stat.S_ISLNK(found.st_mode) else "spool")
+    data: Optional[str] = None
+    path = link
+    if stat.S_ISLNK(found.st_mode):
+        data = path = os.readlink(link)
+        if not os.path.isabs(data):
+            raise OSError(f"{link} links to {data!r}, not a spool a proxy made")
+        try:
+            named = os.lstat(data)
+        except FileNotFoundError:
+            raise SpoolGone(
+                errno.ENOENT,
+                f"{link} links to {data}, which is gone (a memory file system is emptied when "
+                "the machine restarts): nothing to recover",
+                data,
+            ) from None
+        if not stat.S_ISREG(named.st_mode):
+            raise OSError(f"{link} links to {data}, {_kind(named.st_mode)}, not a spool")
+        _refuse_open_directory(link, os.path.dirname(data))
+    elif not stat.S_ISREG(found.st_mode):
+        raise OSError(f"{link} is {_kind(found.st_mode)}, not a spool")
+    # O_NONBLOCK: a FIFO put in its place meanwhile opens at once (refused below), never
+    # waits for a writer; O_NOFOLLOW: nor is a link put there followed.
     nofollow = getattr(os, "O_NOFOLLOW", 0)
-    if not os.path.islink(link):
-        return os.open(link, os.O_RDONLY | nofollow)
-    data = os.readlink(link)
-    if not os.path.isabs(data):
-        raise OSError(f"{link} links to {data!r}, not a spool a proxy made")
     try:
-        fd = os.open(data, os.O_RDONLY | nofollow)
-    except FileNotFoundError:
-        raise OSError(
-            f"{link} links to {data}, which is gone (a memory file system is emptied when "
-            "the machine restarts): nothing to recover"
-        ) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow)
+    except OSError as exc:
+        raise OSError(f"{path}: {exc.strerror}: not opened as a spool") from None
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise OSError(f"{path} is {_kind(opened.st_mode)}, not a spool")
+        _refuse_foreign(path, opened, "spool")
+        os.set_blocking(fd, True)
+    except BaseException:
         os.close(fd)
-        raise OSError(f"{link} links to {data}, which is not a regular file")
-    return fd
+        raise
+    link_id = (found.st_dev, found.st_ino)
+    return OpenedSpool(fd, link, data, link_id, (opened.st_dev, opened.st_ino))
+
+
+def _refuse_foreign(path: str, found: os.stat_result, what: str) -> None:
+    """Refuse a spool or link another user owns, or a spool others may write: its pickles
+    would be theirs to craft (a link's own mode means nothing: its owner is what counts)."""
+    if found.st_uid != os.geteuid():
+        raise OSError(f"{path}: a {what} owned by another user (uid {found.st_uid}): not read")
+    if what == "spool" and found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise OSError(
+            f"{path}: a spool others may write (mode {stat.S_IMODE(found.st_mode):o}; a proxy "
+            "makes it 0600): not read"
+        )
+
+
+def _refuse_open_directory(link: str, directory: str) -> None:
+    """A file in a directory anyone may write, without the sticky bit (/dev/shm has it), may
+    be swapped by anyone: what it holds is not this user's to trust."""
+    try:
+        found = os.stat(directory)
+    except OSError as exc:
+        raise OSError(f"{link} links into {directory}: {exc.strerror}") from None
+    if found.st_mode & stat.S_IWOTH and not found.st_mode & stat.S_ISVTX:
+        raise OSError(
+            f"{link} links into {directory}, which anyone may write and which has no sticky "
+            "bit (anyone may swap the file): not read"
+        )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a link"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def identity(path: str) -> Optional[tuple[int, int]]:
+    """The device and inode ``path`` names itself (a link: the link), None when none."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _target(path: str) -> Optional[str]:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def remove_dangling(link: str, data: str) -> bool:
+    """Remove ``link`` when it is still a link of this user's to ``data``, which is gone;
+    True when it was removed."""
+    try:
+        found = os.lstat(link)
+        if not stat.S_ISLNK(found.st_mode) or found.st_uid != os.geteuid():
+            return False
+        if os.readlink(link) != data or os.path.lexists(data):
+            return False
+        os.unlink(link)
+    except OSError:
+        return False
+    return True
 
 
 def remove_spool(link: str, data: Optional[str] = None) -> None:

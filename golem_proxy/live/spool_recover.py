@@ -28,7 +28,6 @@ import collections
 import contextlib
 import dataclasses
 import os
-import pickle
 import socket
 import tempfile
 import threading
@@ -47,7 +46,9 @@ from .observer_launch import ObserverSetup
 from .observing import observe, session_config
 from .spool import spool_path
 from .spool_header import read_header
-from .spool_place import open_spool, remove_spool
+from .spool_pickle import safe_loads
+from .spool_place import OpenedSpool, SpoolGone, open_spool, remove_dangling
+from .spool_trust import check_tied
 
 __all__ = ["RecoverError", "Recovered", "recover"]
 
@@ -79,19 +80,24 @@ def recover(path: str) -> Recovered:
     spool = spool_path(path)
     quiet_about(path)  # the spool this command is at work on
     try:
-        spool_fd = open_spool(spool)
+        opened = open_spool(spool)
     except FileNotFoundError:
         raise RecoverError(f"{spool}: no spool beside the recording, nothing to recover") from None
+    except SpoolGone as exc:
+        # Its bytes went with a restart: the link alone tells readers of a spool left.
+        removed = "; the link is removed" if remove_dangling(spool, exc.filename) else ""
+        raise RecoverError(f"{exc.strerror}{removed}") from None
     except OSError as exc:
         raise RecoverError(str(exc)) from None
     try:
-        return _recover(path, spool, spool_fd)
+        return _recover(path, opened)
     finally:
         with contextlib.suppress(OSError):
-            os.close(spool_fd)
+            os.close(opened.fd)
 
 
-def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
+def _recover(path: str, opened: OpenedSpool) -> Recovered:
+    spool, spool_fd = opened.link, opened.fd
     record_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         if writer_holds_lock(record_fd):
@@ -99,16 +105,14 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
                 f"{path} is being written by a live proxy: its spool is that proxy's "
                 "(recover what a killed one left)"
             )
-        if os.fstat(spool_fd).st_uid != os.geteuid():
-            # The spool's records are decoded with pickle, as between the proxy's processes.
-            raise RecoverError(f"{spool}: owned by another user, not decoded")
         try:
             header = read_header(spool_fd)
+            check_tied(header, record_fd)  # before anything is decoded or removed
         except ValueError as exc:
             raise RecoverError(f"{spool}: {exc}") from None
         setup = _setup(spool, header.setup)
         if header.recorded is None:
-            remove_spool(spool)  # the process it was for was fed nothing
+            opened.remove()  # the process it was for was fed nothing
             count = sum(_held(path, record_fd, None).values())
             return Recovered(path, count, count, False)
         if os.fstat(record_fd).st_size < header.recorded:
@@ -132,7 +136,7 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
                 ) from None
             if stopped is None and not ended:
                 stopped = "the recovered lines stop before the spool's end (said above)"
-            return _put_in_place(path, copy, spool, before, after, stopped)
+            return _put_in_place(path, copy, opened, before, after, stopped)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -145,11 +149,11 @@ def _recover(path: str, spool: str, spool_fd: int) -> Recovered:
 def _setup(spool: str, data: bytes) -> ObserverSetup:
     """The observing process's setup the spool's header holds. Raises RecoverError."""
     try:
-        setup = pickle.loads(data)
+        setup = safe_loads(data)
     except Exception as exc:
+        said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise RecoverError(
-            f"{spool}: the setup in its header does not read ({type(exc).__name__}); nothing "
-            "changed"
+            f"{spool}: the setup in its header does not read ({said}); nothing changed"
         ) from None
     if not isinstance(setup, ObserverSetup):
         raise RecoverError(
@@ -263,7 +267,7 @@ def _scan(path: str) -> tuple[collections.Counter[Key], bool]:
 def _put_in_place(
     path: str,
     copy: str,
-    spool: str,
+    spool: OpenedSpool,
     before: collections.Counter[Key],
     after: collections.Counter[Key],
     stopped: Optional[str],
@@ -271,7 +275,7 @@ def _put_in_place(
     count, held = sum(after.values()), sum(before.values())
     if stopped is None and not before - after:
         os.replace(copy, path)
-        remove_spool(spool)
+        spool.remove()
         return Recovered(path, count, held, True)
     root, ext = os.path.splitext(path)
     beside = f"{root}.recovered{ext or '.jsonl'}"
@@ -283,5 +287,5 @@ def _put_in_place(
             "again; nothing changed"
         ) from None
     if stopped is None:
-        remove_spool(spool)  # what it held is in the copy
+        spool.remove()  # what it held is in the copy
     return Recovered(beside, count, held, False, stopped)

@@ -23,11 +23,17 @@ _said: set[str] = set()
 
 def spool_left_note(path: str, fd: int) -> Optional[str]:
     """The line telling of the spool beside the recording ``path`` (open on ``fd``) when its
-    writer is gone; None when there is none, or while a proxy still writes it (its spool is
-    in use, and removed at the session's end)."""
+    writer is gone (a link to nothing said as such); None when there is none, or while a
+    proxy still writes it (its spool is in use, and removed at the session's end)."""
     spool = path + SPOOL_SUFFIX
     if not os.path.lexists(spool) or writer_holds_lock(fd) is not False:
         return None
+    if not os.path.exists(spool):  # a link to bytes gone with the machine's restart
+        return (
+            f"note: {spool} links to {os.readlink(spool)}, which is gone (a memory file system "
+            "is emptied when the machine restarts): nothing to recover; golem-proxy recover "
+            f"{shlex.quote(path)} removes the link"
+        )
     return (
         f"note: {spool} holds what the proxy forwarded after the recording's last line (it was "
         f"killed): golem-proxy recover {shlex.quote(path)}"
