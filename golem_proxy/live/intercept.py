@@ -321,6 +321,11 @@ class ConnectionIntercept:
                         nursery.start_soon(watch)
                     await held._decided.wait()
                     nursery.cancel_scope.cancel()
+            # A decision may wake this task as the watcher, having read the client's close,
+            # records the frame and that end of stream and ends the connection; leaving a nursery
+            # whose children are done is no checkpoint, so unseen, that end would have the
+            # decision carried out behind it. The frame is lost, as the end makes it.
+            await trio.lowlevel.checkpoint_if_cancelled()
             decided = True
         finally:
             self._holding[direction] -= 1
