@@ -1,0 +1,167 @@
+"""The connections a `HandoffSource` (handoff_source.py) decodes, kept apart from reading its
+records: a connection closed (after everything it forwarded is decoded), the connections a
+killed session's spool leaves open closed as the relay closes one when the proxy stops, the
+values a connection learned to hide, and the connections a process taking over from a dead
+one takes up where the recording left them."""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Optional
+
+from golem_core.profiles import Profile
+
+from ..events import ConnectionClosed, Direction, Event, UpstreamStatus
+from ..recording.resume_scan import ResumePoint
+from .attribution import ToolCallTracker
+from .connection_attribution import ConnectionAttribution
+from .handoff import HandoffError, Record
+from .layer_taps import LayerTaps
+from .link_resume import Resumption
+from .observer import Observer
+from .proxy_options import ProxyOptions
+from .recorder import Recorder
+from .redact import Redactor
+from .take_up import UNKNOWN, take_up
+from .tap import ConnectionTap
+from .unrecorded_values import UnrecordedValues
+
+__all__ = ["KILLED", "HandoffConnections"]
+
+KILLED = "the proxy was killed"
+"""The reason of the close a connection still open at a killed session's end is given
+(`golem-proxy recover`)."""
+
+
+class HandoffConnections:
+    """Mixed into `HandoffSource`, whose taps, observer and recorder these keep."""
+
+    observer: Observer
+    profile: Profile
+    options: ProxyOptions
+    redactor: Optional[Redactor]
+    make_tap: Callable[..., ConnectionTap]
+    recorder: Callable[[], Optional[Recorder]]
+    record_read_fd: int
+    held_again: Callable[[int], None]
+    _taps: dict[int, ConnectionTap]
+    _sent: dict[int, list[int]]
+    _unrecorded_values: dict[int, UnrecordedValues]
+    _unrecorded: dict[int, int]
+    _doubtful: set[int]
+    _standing: dict[int, ResumePoint]
+    _now: float
+
+    def publish(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def _close(self, conn: int, closed: ConnectionClosed) -> None:
+        """The connection closed: after everything it forwarded is decoded, as the relay
+        reports it (through its tap's publish: an MCP hop's close ends its tool calls in
+        flight)."""
+        tap = self._taps.pop(conn, None)
+        self._unrecorded_values.pop(conn, None)
+        self._sent.pop(conn, None)
+        publish = self.publish if tap is None else tap.publish
+        if tap is not None:  # before the close, the gaps nothing later reported
+            self.observer.after_queued(functools.partial(tap.closing, closed.t))
+        connections = self._connections_of(closed.route)
+        if connections is not None:
+            # Whether the tap was handed a byte is read when the close is decided.
+            self.observer.after_queued(
+                lambda: publish(connections.closed(closed, tap is not None and tap.carried))
+            )
+        else:
+            self.observer.submit_event(publish, closed)
+        if tap is not None:
+            self.observer.forget(tap)
+
+    def _close_killed(self) -> None:
+        """The records ended without the session's end (a killed session's spool): each
+        connection still open is closed as the relay closes one when the proxy stops, so
+        that its frame in progress is reported truncated (`ConnectionTap.closing`), not left
+        waiting as if the recording had merely ended."""
+        for conn, tap in list(self._taps.items()):
+            sent = self._sent.get(conn, [0, 0])
+            closed = ConnectionClosed(
+                conn=conn,
+                route=tap.route,
+                reason=KILLED,
+                t=self._now,
+                bytes_c2s=sent[0],
+                bytes_s2c=sent[1],
+                abnormal=True,
+            )
+            self._close(conn, closed)
+
+    def _count(self, conn: int, direction: Direction, size: int) -> None:
+        sent = self._sent.get(conn)
+        if sent is not None:
+            sent[direction is Direction.S2C] += size
+
+    def _learn(self, record: Record, tap: ConnectionTap) -> None:
+        """An ``UNRECORDED`` record: its values learned by ``tap`` in order with the chunks,
+        or, for one that does not read, the connection's decoding stopped (and said): its
+        redaction no longer knows what it must hide."""
+        values = self._unrecorded_values.setdefault(record.conn, UnrecordedValues())
+        try:
+            learned = tuple(values.read(record.data))
+        except HandoffError as exc:
+            self.observer.after_queued(functools.partial(tap.fail, exc, record.t))
+            return
+        if learned:
+            self.observer.after_queued(functools.partial(tap.learn_unrecorded, learned, record.t))
+
+    @property
+    def _tracker(self) -> Optional[ToolCallTracker]:
+        """The session's tool-call tracker, when a layer is MCP (`LayerTaps.tracker`)."""
+        make_tap = self.make_tap
+        return make_tap.tracker if isinstance(make_tap, LayerTaps) else None
+
+    def _connections_of(self, route: str) -> Optional[ConnectionAttribution]:
+        make_tap = self.make_tap
+        return make_tap.connections_of(route) if isinstance(make_tap, LayerTaps) else None
+
+    def _resume(self, resumption: Resumption) -> None:
+        """This process took over from one that died: number the recording's lines on from
+        its last one, and take up the connections that are still open where the recording
+        left them (their frame indexes go on; an ``open`` line the one before did not write is
+        written now; the requests in flight are waited for again: `take_up`). Each direction
+        goes on at its ``RESUMED`` record."""
+        recorder = self.recorder()
+        if recorder is not None and resumption.seq:
+            recorder.writer.seq = resumption.seq
+        tracker = self._tracker
+        if tracker is not None:
+            for route_down in resumption.routes_down:
+                # Down before this process began: its line is the process before's, or fell
+                # in the restart's gap; the calls made until it is back are marked the same.
+                down = UpstreamStatus(
+                    route=route_down.route, t=route_down.since, up=False, detail=""
+                )
+                self.observer.after_queued(functools.partial(tracker.upstream, down))
+        taps: dict[int, ConnectionTap] = {}
+        points: dict[int, ResumePoint] = {}
+        for resumed in resumption.connections:
+            opened = resumed.opened
+            tap = self.make_tap(
+                opened.conn, opened.route, self.profile, self.publish, self.options, self.redactor
+            )
+            if resumed.seen:
+                taps[opened.conn] = tap
+            else:  # opened while no process observed: nothing of it is in the recording
+                tap.resume((0, 0))
+                points[opened.conn] = UNKNOWN
+                self._taps[opened.conn] = tap
+            if resumed.unrecorded:
+                self._unrecorded[opened.conn] = resumed.unrecorded
+                self._doubtful.add(opened.conn)
+        # What was in flight is read here, after ``ready`` (bounded: `inflight_scan`).
+        points.update(
+            take_up(self.record_read_fd, taps, self.make_tap, self._standing, self.held_again)
+        )
+        self._standing = {}
+        for resumed in resumption.connections:
+            if not points[resumed.opened.conn].opened:
+                self.observer.submit_event(self.publish, resumed.opened)
+        self._taps.update(taps)
