@@ -54,10 +54,13 @@ def order_notes(
     """The notes of a recording's lines out of order, as far as read: the first place their
     numbering breaks, then the first place their times go back (each with how many other
     places do), then the first exchange line naming frames the lines before it do not hold
-    (``unheld``). ``role`` names the recording before its file (`reading_notes`)."""
+    (``unheld``), unless lines were lost before it (the numbering's note covers it).
+    ``role`` names the recording before its file (`reading_notes`)."""
     name = _named(path, role)
     notes = []
     unpaired = unheld.first if unheld is not None else None
+    if unpaired is not None and seq.first is not None and seq.first.line <= unpaired.line:
+        unpaired = None  # lines lost before it: the numbering's note says so, and why
     if unheld is not None and unpaired is not None:
         elsewhere = unheld.count - 1
         others = f" (and {_plural(elsewhere, 'other exchange line')})" if elsewhere else ""
