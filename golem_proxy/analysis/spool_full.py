@@ -21,5 +21,6 @@ def spool_full_words(event: SpoolFull) -> str:
         f"the spool was full (--spool-limit {limit:g} MiB) and the session went on without "
         "it: up to this point it held everything forwarded (a kill -9 would have lost no line, "
         "golem-proxy recover rebuilds them); from this point forwarding waits for the recording "
-        f"again, and a kill -9 loses at most {KILL_LOSES} of lines"
+        "again, and once the recording caught up with what the spool held (the spool stays "
+        f"until then) a kill -9 loses at most {KILL_LOSES} of lines"
     )

@@ -29,6 +29,7 @@ from ..live.intercept_console import InterceptConsole
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig
+from ..live.spool_end import leave_on_another
 from ..live.stdio_child import ChildStartError
 from ..live.stdio_relay import StdioRelay
 from ..net.addresses import Address
@@ -140,9 +141,17 @@ async def serve_forwarding(
                 # gets the drain timeout, as in one process.
                 if ran:
                     with trio.CancelScope(shield=True):
-                        await observing.finish(
-                            handing_on=drain, deciding=2 * drain, ended=ended[0] if ended else None
-                        )
+                        async with trio.open_nursery() as ending:
+                            # With a spool, as long as it moves on, or until stopped again.
+                            ending.start_soon(leave_on_another, signals, observing.leaving)
+                            await observing.finish(
+                                handing_on=drain,
+                                deciding=2 * drain,
+                                ended=ended[0] if ended else None,
+                            )
+                            ending.cancel_scope.cancel()
+                    if observing.left_line():
+                        print(f"golem-proxy: {observing.left_line()}", file=sys.stderr)
 
 
 def _end_unrun(record: Optional[RecordingFile], t: float, reason: str) -> None:

@@ -161,6 +161,7 @@ def add_observer(
         default=SPOOL_LIMIT,
         metavar="MIB",
         help="with --observer-spool: how large the spool may grow, in MiB (default: "
-        f"{SPOOL_LIMIT // 2**20}); past it the proxy says so once, removes the spool and goes "
-        "on as without --observer-spool (forwarding waits for the recording again)",
+        f"{SPOOL_LIMIT // 2**20}); past it the proxy says so once and goes on as without "
+        "--observer-spool (forwarding waits for the recording again; the spool goes once it "
+        "is recorded)",
     )

@@ -21,6 +21,7 @@ from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header
 from ..live.spool import SpoolFile, spool_path
+from ..live.spool_end import leave_on_another
 from ..recording.shared_file import RecordingFile
 from ..terminal import counted, safe_text
 from ._bound_routes import (
@@ -96,13 +97,18 @@ async def serve_forwarding(
                 serving.start_soon(_cut_on_another, signals, proxy, served, console)
             watching.cancel_scope.cancel()
         # The observing process decodes what is left, then its log catches up: each gets the
-        # drain timeout, as in one process.
-        await observing.finish(handing_on=drain, deciding=2 * drain, ended=ended)
+        # drain timeout, as in one process (with a spool: as long as it moves on, or until
+        # the user stops the session again).
+        async with trio.open_nursery() as ending:
+            ending.start_soon(leave_on_another, signals, observing.leaving)
+            await observing.finish(handing_on=drain, deciding=2 * drain, ended=ended)
+            ending.cancel_scope.cancel()
+    left = observing.left_line()
     if observing.stopped_reason is None:
-        return restarts_line(observing)
+        return "; ".join(line for line in (restarts_line(observing), left) if line)
     return (
         f"forwarded {proxy.accepted} connections; observation stopped early "
-        f"({observing.stopped_reason}); the recording ends where it did"
+        f"({observing.stopped_reason}); " + (left or "the recording ends where it did")
     )
 
 
@@ -266,7 +272,9 @@ async def _start_observing(
         if spool is not None:
             spool.remove()
         if record is not None:
-            record.close()  # a recording written beside the one it replaces is removed
+            # Nothing the failed start made stays: a recording written beside the one it
+            # replaces, or one made where none was.
+            record.discard()
         await proxy.unbind()
         raise
     if record is not None:

@@ -70,6 +70,18 @@ class RecordReader:
         """Bytes received and not returned yet."""
         return self._size
 
+    def drop_past(self, offset: int) -> None:
+        """Forget the bytes received past ``offset`` (where the writer's `handed` stood): the
+        start of a record that never came whole there (a spool that filled up, spool.py)."""
+        keep = offset - self.offset
+        if keep >= self._size:
+            return
+        kept = bytes(self._peek(keep)) if keep > 0 else b""
+        self._chunks.clear()
+        self._pos = self._size = 0
+        self._large_last = False
+        self.receive_data(kept)
+
     def receive_data(self, data: Chunk) -> None:
         if data:
             self._chunks.append(data)

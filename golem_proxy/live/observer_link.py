@@ -47,7 +47,7 @@ from .link_ledger import (
 )
 from .link_resume import OpenConnections, Resumption
 from .link_trail import LinkTrail
-from .spool import RING_EVERY
+from .spool import RING_EVERY, SpoolWriter
 from .unrecorded_values import unrecorded_records
 
 __all__ = [
@@ -376,11 +376,14 @@ class ObserverLink(LinkTrail):
         spool's; the relay waits for the recording as without a spool (the trail's bounds,
         the stall watch's limit)."""
         spooled = self.writer
-        spooled.event(Kind.SPOOL_FULL, 0, 0, self.now())
-        spooled.ring()
         self.make_writer = lambda pipe: HandoffWriter(pipe, backlog)
-        self.writer = self.make_writer(spooled.pipe_fd)
-        self.writer.handed = spooled.handed
+        if not (isinstance(spooled, SpoolWriter) and spooled.piped):
+            # (A spool whose file system filled up ended, and its writer went on through the
+            # pipe, of itself: `SpoolWriter._ended`.)
+            spooled.event(Kind.SPOOL_FULL, 0, 0, self.now())
+            spooled.ring()
+            self.writer = self.make_writer(spooled.pipe_fd)
+            self.writer.handed = spooled.handed
         self.budget = self.ledger.budget = None
         self.stall_limit = STALL_LIMIT
 

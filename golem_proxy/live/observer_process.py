@@ -28,7 +28,6 @@ drew it is gone without giving it back.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import pickle
 import socket
@@ -57,10 +56,11 @@ from .observer_launch import (
     framings,
     launch,
 )
-from .observer_link import ObserverLink
+from .observer_link import BACKLOG, ObserverLink
 from .observer_restart import Restarts
 from .spool import SPOOL_STALL, SpoolFile, SpoolWriter
 from .spool_end import SpoolProgress, wait_while_recording
+from .spool_keeping import SpoolKeeping
 from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
@@ -78,7 +78,7 @@ TRIM_AFTER = 64 * 1024 * 1024
 (the in-process observer's rule, observer.py, counted in bytes handed on)."""
 
 
-class ObservingProcess(Restarts):
+class ObservingProcess(Restarts, SpoolKeeping):
     """One observing process and the link to it. `start`, then run `watch` in a nursery
     while the relay serves, then `finish`."""
 
@@ -123,6 +123,10 @@ class ObservingProcess(Restarts):
         self._control_reader = ControlReader(self.echoes)
         self.spool: Optional[SpoolFile] = None
         """With ``--observer-spool``: the file the records go through (spool.py)."""
+        self.spool_filled = trio.Event()
+        self.leaving = trio.Event()
+        """Set when the user asks again to stop while the end waits for the recording: the
+        wait ends, and what the spool holds is left to ``golem-proxy recover``."""
         link.on_give_up = self._give_up
         link.on_learned = self.echoes.add_all
 
@@ -167,7 +171,8 @@ class ObservingProcess(Restarts):
                     spool.write_fd,
                     doorbell,
                     setup.options.spool_limit,
-                    lambda: observing.spool_full(),
+                    lambda why: observing.spool_full(why),
+                    BACKLOG,
                 ),
                 budget=setup.options.spool_limit,
             )
@@ -192,6 +197,7 @@ class ObservingProcess(Restarts):
         while True:
             await self._keep_standby()
             code = await self._watch_process()
+            self._full_spool_unread()  # a process that takes over reads the pipe, not it
             if self._finishing:
                 await self._discard_standby()  # one started as the session ended
                 return
@@ -221,6 +227,7 @@ class ObservingProcess(Restarts):
             nursery.start_soon(health.watch_pipe)
             nursery.start_soon(self._give_memory_back)
             nursery.start_soon(self._watch_standby)
+            nursery.start_soon(self.drop_read_full_spool)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
         return code
@@ -337,13 +344,20 @@ class ObservingProcess(Restarts):
             handed = self.link.writer.handed
         self._close_pipe()
         code: Optional[int] = None
+        patience = max(SPOOL_STALL, deciding + STOP_GRACE)
         if progress is not None:
-            # However far it trails, as long as it moves on: the spool holds every record.
-            code = await wait_while_recording(self.process, progress, handed, deciding + STOP_GRACE)
+            # However far it trails, as long as it moves on (a niced process on a busy machine
+            # may go a while without the CPU: `SPOOL_STALL`): the spool holds every record.
+            code = await wait_while_recording(
+                self.process, progress, handed, patience, self.leaving
+            )
         else:
             with trio.move_on_after(deciding + STOP_GRACE):
                 code = await self.process.wait()
         if code is not None:
+            # Exited once it read the spool to its end (or after it ended the recording):
+            # the recording holds what the spool held.
+            self.spool_recorded = code == 0 or self._ended_in_order()
             if code != 0:
                 self._give_terminal_back()
                 if self._ended_in_order():
@@ -358,9 +372,13 @@ class ObservingProcess(Restarts):
         with trio.CancelScope(shield=True):
             await self.process.wait()
         self._give_terminal_back()
-        self.observation_stopped(
-            "the observing process did not finish in time and was killed", forwarding=False
-        )
+        if self.leaving.is_set():
+            why = "the session was stopped again while the observing process recorded the rest"
+        elif progress is not None:
+            why = f"the observing process recorded nothing for {patience:g} s and was killed"
+        else:
+            why = "the observing process did not finish in time and was killed"
+        self.observation_stopped(why, forwarding=False)
 
     async def kill(self) -> None:
         """Kill the observing process and wait for it (a start that failed: the recording is
@@ -376,23 +394,6 @@ class ObservingProcess(Restarts):
         self.control.close()
         if self.spool is not None:
             self.spool.remove()
-
-    def spool_full(self) -> None:
-        """The spool reached ``--spool-limit``: the session goes on as without
-        ``--observer-spool`` (the records through the pipe, the relay waiting for the
-        recording as without a spool), and the spool, no longer a whole session, goes."""
-        if self.spool is None or self.setup is None:
-            return
-        self.link.leave_spool()
-        self.spool.remove()
-        self.spool = None
-        self.setup = dataclasses.replace(self.setup, spool=False)  # for a restart
-        limit = self.setup.options.spool_limit / (1024 * 1024)
-        say(
-            f"the spool is full (--spool-limit {limit:g} MiB): the session goes on as without "
-            "--observer-spool (forwarding waits for the recording again; a kill -9 loses at "
-            "most ~100 ms of lines)"
-        )
 
     def _ended_in_order(self) -> bool:
         """The recording ends with the observing process's ``session-end`` line."""
@@ -413,8 +414,7 @@ class ObservingProcess(Restarts):
         observing process writes it any more; the counts are that process's, not known
         here)."""
         self.control.close()
-        if self.spool is not None:  # read to its end, or by a process that is gone
-            self.spool.remove()
+        self.keep_or_remove()
         if self.record is None:
             return
         if ended is not None and self.stopped_reason is not None and not self.record.closed:

@@ -20,13 +20,14 @@ followed) and `SpoolWriter`. The observing side: `SpoolRecords`. The session's e
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from typing import Callable, Optional, Union
 
 from ..recording.files import read_side
 from ..recording.spool_left import SPOOL_SUFFIX
 from . import kernel_pipes
-from .handoff import HandoffWriter
+from .handoff import HEADER, HandoffWriter, Kind, Record, encode
 from .handoff_reader import PipeRecords, RecordReader
 from .spool_header import mark_recorded, read_header, write_header
 from .spool_place import OpenedSpool, create_spool, identity, remove_spool
@@ -127,14 +128,34 @@ class SpoolFile:
         self.write_fd, self.read_fd, self.data = fresh.write_fd, fresh.read_fd, fresh.data
         self.made = fresh.made
 
-    def remove(self) -> None:
-        """Close it and take it off the disk."""
+    def close(self) -> None:
+        """Close it, leaving it on the disk (for `golem-proxy recover`)."""
         self.write_fd = _closed(self.write_fd)
         self.read_fd = _closed(self.read_fd)
+
+    def remove(self) -> None:
+        """Close it and take it off the disk (only the file it made: `OpenedSpool.remove`)."""
+        self.close()
         if self.made is None:
             remove_spool(self.path, self.data)
         else:
             self.made.remove()
+
+
+def _read_back(fd: int, size: int, at: int) -> bytes:
+    """``size`` bytes at ``at`` of the spool open for writing only on ``fd``: read through a
+    descriptor of its own (Linux's ``/proc/self/fd``), the spool's path being a link that
+    anyone may have replaced since."""
+    if not size:
+        return b""
+    reading = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
+    try:
+        got = os.pread(reading, size, at)
+    finally:
+        os.close(reading)
+    if len(got) != size:
+        raise OSError(f"the spool gave back {len(got)} of its last {size} bytes")
+    return got
 
 
 def _closed(fd: int) -> int:
@@ -144,19 +165,28 @@ def _closed(fd: int) -> int:
     return -1
 
 
+FILLED = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+"""A write's errors that say the spool can grow no more (its file system full, a file size
+limit, a quota): as reaching ``--spool-limit`` (`SpoolWriter.on_full`)."""
+
+
 class SpoolWriter(HandoffWriter):
     """A `HandoffWriter` whose records go to the spool's file, whole at once (a file takes
-    every write: nothing waits for room, nothing is lost for want of it), and whose reader is
-    told of them through the ``doorbell`` pipe (`ring`). A write that fails (the disk full)
-    raises, so that the link stops the observing process rather than leave a hole in the
-    spool it reads."""
+    every write: nothing waits for room), and whose reader is told of them through the
+    ``doorbell`` pipe (`ring`). A write that finds the spool's file system full (`FILLED`) is
+    the spool full: the spool is cut back to its last whole record, ends with its
+    ``SPOOL_FULL`` record, and this writer goes on through the doorbell's pipe as a
+    `HandoffWriter` (``backlog`` bytes may wait for room there), the records of the call that
+    filled it first (`_filled`); then ``on_full`` says why. Another failed write raises, so
+    that the link stops the observing process rather than leave a hole in the spool."""
 
     def __init__(
         self,
         spool_fd: int,
         doorbell: int,
         limit: Optional[int] = None,
-        on_full: Optional[Callable[[], None]] = None,
+        on_full: Optional[Callable[[str], None]] = None,
+        backlog: int = 0,
     ) -> None:
         super().__init__(spool_fd, 0)
         os.set_blocking(doorbell, False)
@@ -164,8 +194,80 @@ class SpoolWriter(HandoffWriter):
         self.limit = limit
         """The bytes of records the spool may hold (``--spool-limit``); None: no bound."""
         self.on_full = on_full
-        """Called once, after a batch, when the spool holds more than ``limit``: the link
-        goes back to the pipe (`ObserverLink.leave_spool`)."""
+        """Called once, with why (empty: ``limit``), after a batch that takes the spool past
+        ``limit`` or a call whose write found its file system full: the link goes back to the
+        pipe (`ObserverLink.leave_spool`)."""
+        self.piped_backlog = backlog
+        self.piped = False
+        """The spool filled its file system: records go through the doorbell's pipe."""
+        self._at = os.lseek(spool_fd, 0, os.SEEK_CUR) if spool_fd >= 0 else 0
+        """Where the next byte goes in the spool."""
+        self._records_start = self._at
+        """Where its records begin (after its header, written before this writer)."""
+        self._whole = self._at
+        """Where the records of the call at work begin: the end of the last whole record."""
+        self._carried: Optional[bytearray] = None
+        """Once the spool filled up during a call: that call's bytes, for the pipe."""
+        self._t = 0.0
+        """The time of the call at work (the ``SPOOL_FULL`` record's, should it fill up)."""
+
+    def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
+        self._whole, self._t = self._at, t
+        return self._ended(super().data(conn, direction, t, data))
+
+    def data_from_pipe(self, conn: int, direction: int, t: float, source: int, size: int) -> bool:
+        self._whole, self._t = self._at, t
+        return self._ended(super().data_from_pipe(conn, direction, t, source, size))
+
+    def event(
+        self, kind: Kind, conn: int, direction: int, t: float, text: Union[str, bytes] = ""
+    ) -> None:
+        self._whole, self._t = self._at, t
+        super().event(kind, conn, direction, t, text)
+        self._ended(True)
+
+    def resumed(self, conn: int, direction: int, t: float, lost: int) -> None:
+        self._whole, self._t = self._at, t
+        super().resumed(conn, direction, t, lost)
+        self._ended(True)
+
+    def _fill_up(self, exc: OSError, rest: bytes) -> None:
+        """A write found the spool's file system full (else ``exc`` is raised): what this call
+        wrote goes back out of the spool, and with ``rest`` (what it had yet to write) waits
+        for the pipe (`_ended`)."""
+        if exc.errno not in FILLED or self.piped:
+            raise exc
+        if self._carried is None:
+            written = self._at - self._whole
+            self._carried = bytearray(_read_back(self.fd, written, self._whole))
+            os.ftruncate(self.fd, self._whole)
+            os.lseek(self.fd, self._whole, os.SEEK_SET)
+            self._at = self._whole
+        self._carried += rest
+
+    def _ended(self, result: bool) -> bool:
+        """After a call: if the spool filled up during it, go on through the pipe, its first
+        record the spool's last (`SPOOL_FULL`), which says where the spool's whole records end
+        (the reader, reading as the spool grew, may have read part of the record cut off:
+        `SpoolRecords._leave_filled`). Not in the spool: the reader may be past that point."""
+        carried, self._carried = self._carried, None
+        if carried is None:
+            return result
+        end = str(self._whole - self._records_start).encode()
+        full = encode(Record(Kind.SPOOL_FULL, 0, 0, self._t, end))
+        carried[:0] = full
+        self.handed += len(full)
+        self.ring()  # the doorbell's bytes before the first record in the pipe
+        self.piped = True
+        self.unrung = False
+        self.fd = self.doorbell
+        self.backlog = self.piped_backlog
+        self._wait(memoryview(bytes(carried)))
+        self.flush()
+        on_full, self.on_full = self.on_full, None
+        if on_full is not None:
+            on_full("its file system is full")
+        return result
 
     @property
     def pipe_fd(self) -> int:
@@ -175,14 +277,14 @@ class SpoolWriter(HandoffWriter):
         """One byte on the doorbell when records were written since the last: the observing
         process, waiting at the spool's end, reads on. A full doorbell has bytes for it
         already; a broken one belongs to a process whose death its watch sees."""
-        if not self.unrung or self.doorbell < 0:
+        if not self.unrung or self.doorbell < 0 or self.piped:
             return
         self.unrung = False
         with contextlib.suppress(OSError):
             os.write(self.doorbell, b"\0")
         if self.on_full is not None and self.limit is not None and self.handed > self.limit:
             on_full, self.on_full = self.on_full, None
-            on_full()
+            on_full("")
 
     def close(self) -> None:
         """Close the doorbell (the observing process reads the spool to its end, then ends).
@@ -193,9 +295,19 @@ class SpoolWriter(HandoffWriter):
         self.fd = -1
 
     def _write_data(self, header: bytes, data: Union[bytes, memoryview]) -> bool:
+        if self.piped:
+            return super()._write_data(header, data)
         if self.gone:
             return False
-        written = os.writev(self.fd, (header, data))
+        if self._carried is not None:  # the spool filled up earlier in this call
+            self._carried += header + bytes(data)
+            return True
+        try:
+            written = os.writev(self.fd, (header, data))
+        except OSError as exc:
+            self._fill_up(exc, header + bytes(data))
+            return True
+        self._at += written
         if written < len(header) + len(data):  # interrupted, or the disk filled up
             rest = (memoryview(header + bytes(data)))[written:]
             self._write_some(rest)
@@ -203,24 +315,44 @@ class SpoolWriter(HandoffWriter):
         return True
 
     def _write_some(self, view: memoryview) -> int:
+        if self.piped:
+            return super()._write_some(view)
         if self.gone:
             return 0
         done = 0
         while done < len(view):
-            written = os.write(self.fd, view[done:])
+            if self._carried is not None:
+                self._carried += view[done:]
+                return len(view)
+            try:
+                written = os.write(self.fd, view[done:])
+            except OSError as exc:
+                self._fill_up(exc, bytes(view[done:]))
+                return len(view)
             if not written:
                 raise OSError("the spool took no bytes")
             done += written
+            self._at += written
         self.unrung = True
         return done
 
     def _splice_some(self, source: int, size: int) -> int:
+        if self.piped:
+            return super()._splice_some(source, size)
         moved = 0
         while moved < size and not self.gone:
-            step = kernel_pipes.splice(source, self.fd, size - moved)
+            if self._carried is not None:
+                self._carried += kernel_pipes.drain(source, size - moved)
+                return size
+            try:
+                step = kernel_pipes.splice(source, self.fd, size - moved)
+            except OSError as exc:
+                self._fill_up(exc, kernel_pipes.drain(source, size - moved))
+                return size
             if not step:
                 raise OSError("the spool took no bytes")
             moved += step
+            self._at += step
         self.unrung = True
         return moved
 
@@ -268,9 +400,26 @@ class SpoolRecords(PipeRecords):
             got, bulk = super().read()
             if got:
                 return got, bulk
+        if self._early or self._on_records:
+            self._leave_filled()
+            return self._read_pipe()
         if self._rung_out:
             return 0, False
         raise BlockingIOError
+
+    def _leave_filled(self) -> None:
+        """Records in the pipe, the spool read to its end, without its last record: it filled
+        its file system, and the ``SPOOL_FULL`` leading the pipe's records says where its
+        whole records end (`SpoolWriter._ended`): what was read past that goes."""
+        self._left = True
+        early = self._early
+        if len(early) < HEADER.size or early[0] != Kind.SPOOL_FULL:
+            return
+        length = HEADER.unpack_from(early)[4]
+        end = bytes(early[HEADER.size : HEADER.size + length])
+        if end.isdigit():
+            self._whole, self._filled = None, 0  # a large record's body read in part
+            self.reader.drop_past(int(end))
 
     def _empty_doorbell(self) -> bool:
         """Read the doorbell empty; True when it ended. Records behind its bytes (the spool

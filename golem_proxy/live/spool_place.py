@@ -87,7 +87,15 @@ def create_spool(
         return open_private(link, overwrite=overwrite), None
     if overwrite:
         remove_spool(link)
-    fd, data = tempfile.mkstemp(prefix="golem-proxy-", suffix=".spool", dir=place)
+    try:
+        fd, data = tempfile.mkstemp(prefix="golem-proxy-", suffix=".spool", dir=place)
+    except OSError as exc:
+        if os.environ.get(SPOOL_DIR_ENV) is None:
+            raise
+        # The place the user chose: name it, not the file name made up in it.
+        raise OSError(
+            f"{SPOOL_DIR_ENV}={place}: no spool can be made there ({exc.strerror or exc})"
+        ) from None
     try:
         os.symlink(data, link)
     except BaseException:

@@ -71,6 +71,8 @@ class RecordingFile:
     closed: bool = False
     pending: Optional[tuple[str, str]] = None
     """While the new file waits beside the one it replaces: (its path, the path it takes)."""
+    made: Optional[str] = None
+    """The path it was created at, when it replaces nothing (`discard` removes it)."""
 
     @classmethod
     def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
@@ -88,7 +90,9 @@ class RecordingFile:
             if temp is not None:
                 discard_beside(temp)
             raise
-        return cls(write_fd, read_fd, pending=None if temp is None else (temp, path))
+        if temp is not None:
+            return cls(write_fd, read_fd, pending=(temp, path))
+        return cls(write_fd, read_fd, made=path)
 
     def put_in_place(self) -> None:
         """The session started (its header is written): the recording takes its path, over
@@ -98,6 +102,16 @@ class RecordingFile:
             temp, path = self.pending
             put_in_place(temp, path)
             self.pending = None
+
+    def discard(self) -> None:
+        """The session did not start: close it and remove the file `create` made (a retry
+        then needs no ``--overwrite``), never one that took its path since."""
+        made, self.made = self.made, None
+        if made is not None and not self.closed:
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.fstat(self.write_fd), os.lstat(made)):
+                    os.unlink(made)
+        self.close()
 
     def close(self) -> None:
         """Close both descriptors (once: a number closed twice may be another file's by then);
