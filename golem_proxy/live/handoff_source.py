@@ -44,8 +44,8 @@ from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
-from .spool import SpoolRecords
 from .spool_pickle import safe_loads
+from .spool_records import SpoolRecords
 from .take_up import standing
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
