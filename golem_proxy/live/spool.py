@@ -13,8 +13,8 @@ a doorbell (`SpoolWriter.ring`: one byte after each batch, never waited for) and
 that the forwarding process is done (its end of file).
 
 The forwarding side: `SpoolFile` (the file, created as a recording is: 0600, no symlink
-followed) and `SpoolWriter`. The observing side: `SpoolRecords` (spool_records.py). The session's end:
-`SpoolProgress`, `wait_while_recording` (spool_end.py).
+followed) and `SpoolWriter`. The observing side: `SpoolRecords` (spool_records.py). The
+session's end: `SpoolProgress`, `wait_while_recording` (spool_end.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Whether a spool found beside a recording is that recording's (`check_tied`), before
 ``golem-proxy recover`` decodes it onto it: a spool is tied to the recording it was made beside
-by the recording's inode and its header's ``started_at``, both written in the spool's header as
-the session ran (spool_header.py). Another session's spool (a link swapped, a file copied in)
-or a copy of the recording is refused, not decoded onto the wrong file."""
+by its header's ``started_at`` (in the spool's setup) and, where the recording has no whole
+header line to say it, by the recording's inode, both written in the spool's header as the
+session ran (spool_header.py). Another session's spool (a link swapped, a file copied in) is
+refused, not decoded onto the wrong file; the same session's recording and spool copied or
+moved elsewhere together are recovered there."""
 
 from __future__ import annotations
 
@@ -29,18 +31,22 @@ def check_tied(header: SpoolHeader, record_fd: int) -> ObserverSetup:
         raise ValueError(f"its setup is not one a proxy wrote: {exc}") from None
     if not isinstance(setup, ObserverSetup):
         raise ValueError("its setup is not one a proxy wrote")
-    inode = os.fstat(record_fd).st_ino
-    if header.inode is not None and header.inode != inode:
-        raise ValueError(
-            f"made beside another file (inode {header.inode}; this recording's is {inode}: "
-            "a copy of it, or another session's): not decoded onto it"
-        )
     ours = setup.header.started_at if setup.header is not None else None
     theirs = _started_at(record_fd)
     if ours is not None and theirs is not None and ours != theirs:
         raise ValueError(
             f"made for a session started at {ours}; this recording's started at {theirs}: "
             "not decoded onto it"
+        )
+    inode = os.fstat(record_fd).st_ino
+    if header.inode is not None and header.inode != inode and (ours is None or theirs is None):
+        # A recording copied or moved to another file system with its spool has another
+        # inode: its header's start, the same, says it is that session's. Without one to
+        # compare (a header the kill tore), the inode is all that ties them.
+        raise ValueError(
+            f"made beside another file (inode {header.inode}; this recording's is {inode}), "
+            "and this recording has no whole header line to say it is that session's: not "
+            "decoded onto it"
         )
     return setup
 

@@ -7,6 +7,7 @@ recording means, a link to bytes gone included. The real command line, a real ki
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -143,15 +144,30 @@ def test_readers_and_recover_say_what_a_spool_beside_a_recording_is(
     assert f"golem-proxy recover {record} rebuilds it" in killed.stderr
     assert "100 ms" not in killed.stderr
 
-    # A copy of the recording, its spool linked beside it: not the spool's recording.
+    # Another session's recording (its header's start differs), the spool linked beside it:
+    # refused, nothing decoded onto it.
     data = os.path.realpath(spool)
-    copy = tmp_path / "copy.jsonl"
-    shutil.copyfile(record, copy)
-    os.symlink(data, f"{copy}.spool")
-    refused = _recover(copy)
+    other = tmp_path / "other.jsonl"
+    lines = record.read_bytes().split(b"\n", 1)
+    started = json.loads(lines[0])["started_at"]
+    other.write_bytes(lines[0].replace(started.encode(), b"2020-01-01T00:00:00.000000Z") + b"\n")
+    os.symlink(data, f"{other}.spool")
+    refused = _recover(other)
     assert refused.returncode != 0
-    assert "made beside another file" in refused.stderr, refused.stderr
+    assert "made for a session started at" in refused.stderr, refused.stderr
     assert os.path.exists(data)
+
+    # The recording and its spool copied elsewhere together (another file system, a CI
+    # artifact): the same session, whatever the inodes, is recovered there.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copyfile(record, moved / "session.jsonl")
+    shutil.copyfile(data, moved / "session.jsonl.spool")
+    os.chmod(moved / "session.jsonl.spool", 0o600)
+    recovered = _recover(moved / "session.jsonl")
+    assert recovered.returncode == 0, recovered.stderr
+    assert "recovered, 150 exchanges" in recovered.stdout + recovered.stderr
+    assert os.path.exists(data)  # the original's spool is untouched
 
     # The machine restarted: the link names nothing.
     os.unlink(data)
