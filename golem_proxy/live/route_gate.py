@@ -41,6 +41,10 @@ OPEN_COMPLETED_WAIT = 0.25
 """How long `open_completed` waits at most. Taking a connection off the backlog needs only
 this process's own tasks to run, a few scheduling rounds; the bound is for an accept loop
 that backs off (out of file descriptors), which must not hold up forwarding."""
+_SPIN_ROUNDS = 16
+"""Scheduling rounds `open_completed` yields for before it sleeps between looks."""
+_BACKED_OFF_STEP = 0.005
+"""Seconds between its looks after those rounds."""
 
 # What a server that is not running answers: nothing listens on the port (TCP), or on the
 # path (a stale socket file), or there is no socket file at all.
@@ -90,13 +94,17 @@ class RouteGate:
         """Connections whose handler has started (and published their open)."""
         self._poller = select.poll()
         self._polled = -1
+        self.stuck_at: Optional[int] = None
+        """The count of connections accepted when a wait for the backlog ran out (the accept
+        loop backs off: out of file descriptors): the backlog is not waited for again until
+        the loop takes a connection, so that each chunk of the stdio hop does not wait anew."""
 
     def completed(self) -> bool:
         """A connection the kernel completed has not reached its handler yet: it waits in
         the listener's backlog, or was accepted and its handler has not started."""
         if self.accepted > self.handled:
             return True
-        if not self.listening:
+        if not self.listening or self.stuck_at == self.accepted:
             return False
         # A listening socket polls readable while its backlog holds a connection. Asked for
         # every chunk of the stdio hop: the poller is made once for each listener's socket.
@@ -211,9 +219,19 @@ class _Counted(trio.abc.Listener[trio.SocketStream]):
 async def open_completed(gates: Sequence[RouteGate], wait: float = OPEN_COMPLETED_WAIT) -> None:
     """Return once every connection the kernel completed on ``gates`` by now has had its
     handler started, its open published (at most ``wait`` seconds): what is handed on after
-    this comes after those opens, as it came after those connects."""
+    this comes after those opens, as it came after those connects. A gate whose backlog
+    outlasts the wait is not waited for again until its accept loop takes a connection
+    (`RouteGate.stuck_at`)."""
     if not any(gate.completed() for gate in gates):
         return  # as a rule: no time spent beyond a poll of each listener
     with trio.move_on_after(wait):
+        rounds = 0
         while any(gate.completed() for gate in gates):
-            await trio.sleep(0)
+            # A few scheduling rounds let the accept loop run; then it is backing off, and
+            # spinning would take a core from it and from everything else.
+            rounds += 1
+            await trio.sleep(0 if rounds < _SPIN_ROUNDS else _BACKED_OFF_STEP)
+        return
+    for gate in gates:
+        if gate.completed() and gate.accepted == gate.handled:
+            gate.stuck_at = gate.accepted

@@ -72,3 +72,23 @@ async def _serve(
         handlers.start_soon(gate.serve, handle, handlers)
         await trio.sleep(0)  # the accept loop waits on the listener
         task_status.started()
+
+
+async def test_a_backlog_the_accept_loop_does_not_take_is_waited_for_once() -> None:
+    """An accept loop that backs off (out of file descriptors) leaves a connection in the
+    backlog: the first caller waits the bound out, the next ones do not wait again (each chunk
+    of the stdio hop would), until the loop takes a connection."""
+    gate = await _gate([])  # its accept loop never runs: as one backing off
+    with socket.create_connection((gate.address.host, gate.address.port)):
+        assert gate.completed()
+        start = trio.current_time()
+        await open_completed([gate], wait=0.2)
+        assert trio.current_time() - start >= 0.2
+        for _ in range(50):
+            start = trio.current_time()
+            await open_completed([gate], wait=0.2)
+            assert trio.current_time() - start < 0.05
+        gate.accepted += 1  # the loop took one: the backlog counts again
+        gate.handled += 1
+        assert gate.completed()
+    await gate.listener.listener.aclose()
