@@ -37,6 +37,7 @@ from ..recording.trace_lock import trace_lock
 from ..terminal import counted
 from .engine import ReplayReport
 from .merge import append_recording
+from .pytest_mcp import MARKER as MCP_MARKER
 
 __all__ = ["PLUGIN_NAME", "RerecordRun", "aside_file", "refuse_xdist"]
 
@@ -71,7 +72,8 @@ class _Trace:
     aside: Optional[str] = None
     """The new version, written aside: None until a test's re-record was added to it."""
     recorded_by: list[str] = field(default_factory=list)
-    """Tests whose re-record is in the new version (one that made no request adds nothing)."""
+    """Tests that re-recorded against the live plugin and passed (one that made no request
+    that reached it, only built-ins, adds no exchange: `exchanges` counts them)."""
     exchanges: int = 0
     failed: list[str] = field(default_factory=list)
     """``nodeid: why`` of each test whose end keeps the old trace."""
@@ -181,13 +183,27 @@ class RerecordRun:
                 self._deselected.setdefault(str(path), []).append(item.nodeid)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        sessions: dict[str, str] = {}
         for item in session.items:
+            recording = _session_recording(item)
+            if recording is not None:
+                sessions.setdefault(str(recording), item.nodeid)
             path = self._trace_path(item)
             if path is None:
                 continue
             state = self._traces.get(str(path)) or self._start(str(path))
             state.pending.add(item.nodeid)
             self._of_test[item.nodeid] = state
+        for trace, state in self._traces.items():
+            if trace in sessions:
+                # Each re-records the file whole, from its own run: one would replace the
+                # other, whichever ends last, and the summary could speak only of its own.
+                first = min(state.pending)
+                raise pytest.UsageError(
+                    f"--golem-record=all: {_shown_path(trace)} is both a golem_trace (of "
+                    f"{first}) and a golem_mcp_session recording (of {sessions[trace]}), each "
+                    "re-recorded whole on its own: give them files of their own"
+                )
         # Only of the traces it re-records: those of tests all deselected are not touched.
         for trace, nodeids in self._deselected.items():
             if trace in self._traces:
@@ -273,6 +289,15 @@ class RerecordRun:
         terminalreporter.write_sep("-", "golem_trace re-recorded")
         for state in settled:
             terminalreporter.write_line(f"{_shown_path(state.path)}: {state.outcome}")
+
+
+def _session_recording(item: pytest.Item) -> Optional[Path]:
+    """The recording of ``item``'s ``golem_mcp_session`` marker, as its fixture finds it."""
+    marker = item.get_closest_marker(MCP_MARKER)
+    if marker is None or not marker.args:
+        return None
+    path = Path(marker.args[0])
+    return path if path.is_absolute() else Path(item.path).parent / path
 
 
 def kept_text(trace: str, why: str) -> str:

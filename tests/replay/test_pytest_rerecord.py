@@ -177,3 +177,28 @@ def test_pytest_xdist_workers_are_refused(pytester: pytest.Pytester, live: str) 
     result.stderr.fnmatch_lines(
         ["ERROR: --golem-record=all re-records against one live plugin, one test at a time: *"]
     )
+
+
+def test_a_trace_also_a_session_recording_is_refused_at_collection(
+    pytester: pytest.Pytester, live: str
+) -> None:
+    """golem_trace and golem_mcp_session each re-record a file whole: one naming the same file
+    as the other would replace it, whichever ended last."""
+    pytester.makepyfile(
+        test_both="""
+import sys
+import pytest
+
+@pytest.mark.golem_trace("shared.jsonl")
+def test_replayed(golem_replay):
+    pass
+
+@pytest.mark.golem_mcp_session("shared.jsonl", command=[sys.executable, "-c", "pass"])
+def test_session(golem_mcp_session):
+    pass
+"""
+    )
+    result = _rerecord(pytester, live)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*shared.jsonl is both a golem_trace*golem_mcp_session*"])
+    assert not (pytester.path / "shared.jsonl").exists()
