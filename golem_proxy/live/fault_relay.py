@@ -31,7 +31,6 @@ once (docs/intercept.md), so the plugin never runs a request for a client that i
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable, Optional
 
@@ -42,11 +41,12 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, InterceptKind
 from .action_events import ActionEvents
-from .answer_turns import AnswerTurns, takes_turn
+from .answer_turns import AnswerTurns
 from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
-from .faults import ConnectionFaults, FaultKind, FrameAction
+from .fault_acting import FaultActing
+from .faults import ConnectionFaults
 from .intercept import Answer, ConnectionIntercept, Drop
 from .intercept_holding import InterceptHolding
 from .read_on import Read, ReadOn, ReadOnBudget
@@ -55,7 +55,7 @@ from .unsent import Unsent, or_now
 __all__ = ["FaultRelay"]
 
 
-class FaultRelay(InterceptHolding):
+class FaultRelay(FaultActing, InterceptHolding):
     """Both pumps of one connection on a faulted or intercepted route. Writes to a side are
     serialised by a lock, because the request pump also writes to the client (a synthesised
     error, an answer written by hand)."""
@@ -317,140 +317,12 @@ class FaultRelay(InterceptHolding):
             going = await self._took_turn(direction)
         return going
 
-    def _takes_turn(self, direction: Direction, frame: Frame) -> bool:
-        """Whether ``frame``, decided on or sent, takes a turn (`AnswerTurns`), as the faults
-        type it or else as the intercept read it."""
-        if self.faults is not None:
-            return self.faults.takes_turn(direction, frame.payload)
-        typed = self.intercept.typed[direction] if self.intercept is not None else None
-        return takes_turn(direction, typed)
-
-    async def _withheld(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> None:
-        """Record a request the proxy withholds (a fault, an intercept), after what its
-        direction's writer is writing (`Unsent.in_order`)."""
-        t = or_now(sent_at, self.now)
-        await self.unsent.in_order(
-            direction,
-            lambda: self.conn.observe(direction, frame.raw, t, frame),
-            lambda: self.conn.observe_unsent_lost(direction, frame.size, t, "withheld"),
-        )
-
-    def _unrecorded(self, direction: Direction, learned: tuple[str, ...]) -> None:
-        """A frame arrived that is not recorded as it came (a response dropped, a frame
-        edited or corrupted): the tap learns ``learned``, the values the rules
-        replace in it as it came (`Ruling.learned`, `FrameAction.learned`), before what went
-        instead, so that neither that nor a later frame (the next request repeating a token,
-        an answer echoing it) shows them (`Connection.unrecorded`)."""
-        if learned:
-            self.conn.unrecorded(direction, learned, self.now())
-
     def _framed(self, payload: bytes) -> Frame:
         """``payload`` framed for sending, as a decoder would have yielded it."""
         raw = self.profile.frame_payload(payload)
         if self.profile.framing is Framing.LINE:  # the payload, then its newline
             return Frame(payload, terminator=raw[len(payload) :])
         return Frame(payload, header=raw[: len(raw) - len(payload)])  # its length, then it
-
-    async def _faulted(
-        self, direction: Direction, frame: Frame, sent_at: Optional[float] = None
-    ) -> bool:
-        """Apply the faults decided for one frame (``sent_at``: see `_send`); without
-        ``--fault``, send it."""
-        if self.faults is None:
-            # Counted as the faults count (``--intercept`` may answer a request in its turn).
-            turn = self.turns.by_position and self._takes_turn(direction, frame)
-            if turn and direction is Direction.C2S:
-                self.turns.took(direction)
-            going = await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
-            if going and turn and direction is Direction.S2C:
-                going = await self._took_turn(direction)
-            return going
-        # One copy of the wire bytes: `_act` hands the tap the frame decoded here when the
-        # fault sends these very bytes (``action.data is raw``), so it is not decoded again.
-        raw = frame.raw
-        action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
-        if direction is Direction.C2S and action.turn and action.withhold is None:
-            self.turns.took(direction)  # before it goes: its answer may come back first
-        going = await self._act(direction, frame, raw, sent_at, action)
-        if going and direction is Direction.S2C and action.turn:
-            # Counted once it went (or was withheld): one held behind it goes after it.
-            going = await self._took_turn(direction)
-        return going
-
-    async def _took_turn(self, direction: Direction) -> bool:
-        """A frame that takes a turn (`FrameAction.turn`) went on, or was decided on: count
-        it, and send the proxy's answers whose turn came with it. False when the connection
-        ends."""
-        self.turns.took(direction)
-        return direction is Direction.C2S or await self.turns.release(self._answer)
-
-    async def _act(
-        self,
-        direction: Direction,
-        frame: Frame,
-        raw: bytes,
-        sent_at: Optional[float],
-        action: FrameAction,
-    ) -> bool:
-        """`_faulted` with ``--fault``: carry the decision out (``raw``: the frame's bytes
-        the decision was made on)."""
-        if action.delay:  # said once the frame went on (`ActionEvents.faults`)
-            try:
-                action.held = await self._wait(direction, action.delay)
-            except trio.Cancelled:
-                await self.unsent.lost(direction, raw, or_now(sent_at, self.now))
-                raise
-        rule = action.withhold
-        if rule is not None:
-            if direction is Direction.C2S:
-                # Recorded though not forwarded: the client did send it, and its flow needs it.
-                await self._withheld(direction, frame, sent_at)
-            else:  # a response withheld: never recorded
-                self._unrecorded(direction, action.learned)
-            if rule.kind is FaultKind.ERROR:
-                assert action.reply is not None
-                # In its turn: after the plugin's answers to the requests sent before it.
-                earlier = self.turns.hold(action.reply, "--fault error")
-                if earlier is not None:
-                    action.answer_waits(earlier)
-                self.actions.faults(direction, action)
-                return earlier is not None or await self._send(Direction.S2C, action.reply)
-            self.actions.faults(direction, action)
-            if rule.kind is FaultKind.RESET:
-                self.conn.note(f"fault: reset ({rule.spec})", True)
-                self.conn.reset.update(("client", "upstream"))
-                self.scope.cancel()
-                return False
-            return True  # dropped
-        if action.truncate_at is not None:
-            # What was read behind the cut is never sent; as stream bytes after the truncated
-            # frame its decoder would take them for its rest, so the close says how many.
-            unsent = self.unsent.drop_behind(direction)
-            self._unrecorded(direction, action.learned)
-            self.actions.faults(direction, action)
-            await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
-            self.conn.eof[direction] = True
-            async with self.locks[direction]:
-                # The side did not close: what it leaves unanswered is the proxy's doing.
-                self.conn.observe_cut(direction, self.now(), "--fault truncate")
-            if direction is Direction.C2S:  # ending the connection, it reads no more answers
-                self.conn.mark_cut(Direction.S2C, self.now(), "--fault truncate")
-            self.conn.note(f"fault: truncated a frame ({direction.value})", True)
-            if unsent:
-                self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")
-            with contextlib.suppress(OSError):
-                self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
-            self.scope.cancel()
-            return False
-        # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
-        sent = frame if action.data is raw else None
-        if sent is None:
-            self._unrecorded(direction, action.learned)
-        going = await self._send(
-            direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
-        )
-        self.actions.faults(direction, action)  # after the frame: on its flow
-        return going
 
 
 def _bytes_of(read: Read) -> bytes:
