@@ -104,7 +104,8 @@ class FaultRows:
                 continue
             if ident is None and flow.method == event.method:
                 return flow
-            if ident is not None and _same_id(flow, ident):
+            if ident is not None and _same_id(flow, ident) and _same_method(flow, event):
+                # (A request the server sent with the same id, withheld, is not its answer.)
                 return flow
         # Its request is not waiting here (let go, or before this view): no row is its.
         return None
@@ -155,3 +156,9 @@ def _answer_decided(flow: Flow) -> bool:
         and not (isinstance(step, InterceptStep) and step.kind is InterceptKind.HELD)
         for step in flow.faults
     )
+
+
+def _same_method(flow: Flow, event: Step) -> bool:
+    """Whether the frame ``event`` acted on may answer ``flow``'s request: of its method, as
+    the proxy paired it live, when it said one."""
+    return event.method is None or flow.method == event.method

@@ -20,6 +20,8 @@ from golem_core.messages import (
     JsonId,
     Malformed,
     Message,
+    Notification,
+    Request,
     Role,
 )
 from golem_core.pairing import Correlator
@@ -306,6 +308,8 @@ class ConnectionFaults:
         self, rule: FaultRule, direction: Direction, message: Optional[Message], what: str
     ) -> str:
         side = "request" if direction is Direction.C2S else "response"
+        if isinstance(message, (Request, Notification)):  # a server's own request, too
+            side = "request" if isinstance(message, Request) else "notification"
         text = f"{WITHHELD} {side}: {what}"
         if rule.kind is FaultKind.ERROR:  # `FrameAction.answer_waits` if it is held
             return f"{text}; answered {rule.code}: {rule.message}"

@@ -20,9 +20,11 @@ from tests.support.cli_helpers import run_cli
 
 
 class ReversingServer:
-    """Reads three requests on a connection, then answers them last first."""
+    """Reads three requests on a connection, then answers them last first; ``asks``: first
+    sends a request of its own, numbered from 1 as the client numbers its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, asks: bool = False) -> None:
+        self.asks = asks
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -39,6 +41,9 @@ class ReversingServer:
                 asked = [json.loads(line) for line in (lines.readline() for _ in range(3)) if line]
                 if len(asked) < 3:
                     continue
+                if self.asks:
+                    own = {"jsonrpc": "2.0", "id": 1, "method": "ask"}
+                    conn.sendall(json.dumps(own).encode() + b"\n")
                 for request in reversed(asked):
                     answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"n": 1}}
                     conn.sendall(json.dumps(answer).encode() + b"\n")
@@ -54,6 +59,13 @@ class ReversingServer:
 @pytest.fixture
 def server() -> Iterator[ReversingServer]:
     serving = ReversingServer()
+    yield serving
+    serving.close()
+
+
+@pytest.fixture
+def asking_server() -> Iterator[ReversingServer]:
+    serving = ReversingServer(asks=True)
     yield serving
     serving.close()
 
@@ -120,3 +132,21 @@ def test_an_answer_corrupted_out_of_order_is_said_on_its_own_request(
     # The corrupted answer was id 3's (the first to come), not the oldest request's.
     assert statuses[1] == "ok" and statuses[2] == "ok", statuses
     assert statuses[3].startswith("unanswered (its answer corrupted by --fault corrupt: #")
+
+
+def test_a_request_of_the_server_withheld_is_not_said_on_a_client_request_of_its_id(
+    asking_server: ReversingServer, tmp_path: Path
+) -> None:
+    """The server's own request (id 1, like the client's first) is dropped: the client's
+    request 1 got its answer untouched, and the step names what it withheld."""
+    record = tmp_path / "asked.jsonl"
+    _session(asking_server, record, "drop:dir=s2c,method=ask", "child-process", read=3)
+    rows = _rows(record)
+    assert [(row["request"]["id"], row["status"]) for row in rows] == [
+        (1, "ok"),
+        (2, "ok"),
+        (3, "ok"),
+    ]
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    [fault] = [line for line in lines if line["kind"] == "fault"]
+    assert fault["detail"].startswith("withheld request: ask id=1"), fault
