@@ -46,7 +46,6 @@ from .observer_launch import ObserverSetup
 from .observing import observe, session_config
 from .spool import spool_path
 from .spool_header import read_header
-from .spool_pickle import safe_loads
 from .spool_place import OpenedSpool, SpoolGone, open_spool, remove_dangling
 from .spool_trust import check_tied
 
@@ -107,10 +106,10 @@ def _recover(path: str, opened: OpenedSpool) -> Recovered:
             )
         try:
             header = read_header(spool_fd)
-            check_tied(header, record_fd)  # before anything is decoded or removed
+            tied = check_tied(header, record_fd)  # before anything is decoded or removed
         except ValueError as exc:
             raise RecoverError(f"{spool}: {exc}") from None
-        setup = _setup(spool, header.setup)
+        setup = dataclasses.replace(tied, tui=False, notes=())
         if header.recorded is None:
             opened.remove()  # the process it was for was fed nothing
             count = sum(_held(path, record_fd, None).values())
@@ -144,23 +143,6 @@ def _recover(path: str, opened: OpenedSpool) -> Recovered:
                 os.unlink(copy)
     finally:
         os.close(record_fd)
-
-
-def _setup(spool: str, data: bytes) -> ObserverSetup:
-    """The observing process's setup the spool's header holds. Raises RecoverError."""
-    try:
-        setup = safe_loads(data)
-    except Exception as exc:
-        said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise RecoverError(
-            f"{spool}: the setup in its header does not read ({said}); nothing changed"
-        ) from None
-    if not isinstance(setup, ObserverSetup):
-        raise RecoverError(
-            f"{spool}: the setup in its header is of type {type(setup).__name__}, not an "
-            "observing process's setup; nothing changed"
-        )
-    return dataclasses.replace(setup, tui=False, notes=())
 
 
 def _held(path: str, record_fd: int, recorded: Optional[int]) -> collections.Counter[Key]:
