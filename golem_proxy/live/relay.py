@@ -38,6 +38,7 @@ from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .pumps import PlainPump, Pump, pump_both
 from .read_on import ReadOnBudget
+from .read_up import ReadUp
 from .redact import Redactor
 from .resend_connection import ResendConnection
 from .route_gate import RouteGate, is_refusal, open_completed
@@ -87,6 +88,8 @@ class Proxy(ResendConnection):
         self._request_ids = profile.request_ids()
         """Fresh ids for requests sent again (`resend`), one source for the session."""
         self._live: dict[int, Connection] = {}
+        self._read_up = ReadUp()
+        """What `settle_routes` waits for the pumps to read (read_up.py)."""
         self._draining = trio.CancelScope()
         """Bounds the wait for the live connections once stopped (`serve`, `cut`)."""
         self._cut: Optional[tuple[str, str]] = None
@@ -119,12 +122,14 @@ class Proxy(ResendConnection):
     def now(self) -> float:
         return trio.current_time() - self.start_time
 
-    async def open_completed(self) -> None:
+    async def settle_routes(self) -> None:
         """Return once every connection the kernel completed on the routes by now has been
-        accepted and its open published (bounded: `route_gate.open_completed`): a hop served
-        outside the relay calls it before handing on bytes it read, which came after those
-        connects."""
+        accepted and its open published (bounded: `route_gate.open_completed`), and what
+        their clients wrote by now has been read and handed on (bounded: `read_up.ReadUp`):
+        a hop served outside the relay calls it before handing on bytes it read, which came
+        after those connects and writes."""
         await open_completed(self._gates)
+        await self._read_up.before(self._live)
 
     def publish(self, event: Event) -> None:
         if self.link is not None:

@@ -230,7 +230,7 @@ class StdioRelay:
                     self._ends.client_closes(exited=process.returncode is not None)
                     break
                 if delivering:
-                    await self.proxy.open_completed()  # made before this call: never its
+                    await self.proxy.settle_routes()  # made or written before this call: never its
                     if self.feed is not None:
                         await self.feed.client_chunk(chunk)
                     delivering = await self._write_observed(tap, sink, chunk)
@@ -317,9 +317,9 @@ class StdioRelay:
                 if not chunk:
                     self._ends.output_ended = True
                     break
-                # A GOLEM connection the server made before writing this (its connect has
-                # returned) is opened first, or a call it answers would end before it opened.
-                await self.proxy.open_completed()
+                # A GOLEM connection the server made, and a GOLEM request it wrote, before
+                # writing this are handed on first, or a call it answers would end before them.
+                await self.proxy.settle_routes()
                 if self.feed is not None:
                     await self.feed.server_chunk(chunk)
                 await self._deliver(tap, sink, chunk)
