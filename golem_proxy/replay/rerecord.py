@@ -183,17 +183,27 @@ class RerecordRun:
                 self._deselected.setdefault(str(path), []).append(item.nodeid)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        sessions: dict[str, str] = {}
+        sessions: dict[str, list[str]] = {}
         for item in session.items:
             recording = _session_recording(item)
             if recording is not None:
-                sessions.setdefault(str(recording), item.nodeid)
+                sessions.setdefault(str(recording), []).append(item.nodeid)
             path = self._trace_path(item)
             if path is None:
                 continue
             state = self._traces.get(str(path)) or self._start(str(path))
             state.pending.add(item.nodeid)
             self._of_test[item.nodeid] = state
+        for shared, nodeids in sessions.items():
+            if len(nodeids) > 1:
+                # A session is recorded whole by the test that runs it: the last to end would
+                # replace the others' recording, and their next replay would fail.
+                raise pytest.UsageError(
+                    f"--golem-record=all: {_shown_path(shared)} is the golem_mcp_session "
+                    f"recording of {len(nodeids)} tests ({', '.join(sorted(nodeids)[:SHOWN])}"
+                    f"{', …' if len(nodeids) > SHOWN else ''}), each re-recording it whole: "
+                    "re-record it with one of them selected (-k), or give each a file of its own"
+                )
         for trace, state in self._traces.items():
             if trace in sessions:
                 # Each re-records the file whole, from its own run: one would replace the
@@ -201,7 +211,7 @@ class RerecordRun:
                 first = min(state.pending)
                 raise pytest.UsageError(
                     f"--golem-record=all: {_shown_path(trace)} is both a golem_trace (of "
-                    f"{first}) and a golem_mcp_session recording (of {sessions[trace]}), each "
+                    f"{first}) and a golem_mcp_session recording (of {sessions[trace][0]}), each "
                     "re-recorded whole on its own: give them files of their own"
                 )
         # Only of the traces it re-records: those of tests all deselected are not touched.

@@ -202,3 +202,39 @@ def test_session(golem_mcp_session):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*shared.jsonl is both a golem_trace*golem_mcp_session*"])
     assert not (pytester.path / "shared.jsonl").exists()
+
+
+def test_a_session_recording_of_several_tests_is_refused_at_collection(
+    pytester: pytest.Pytester, live: str
+) -> None:
+    """golem_mcp_session records its file whole, from the one test's run: two tests naming
+    it would each replace it, the last to end winning, and the other's next replay failing.
+    Replaying it from both stays allowed; re-recording it under ``all`` is refused, naming
+    them, and the file is left as it was."""
+    pytester.makepyfile(
+        test_sessions="""
+import sys
+import pytest
+
+COMMAND = [sys.executable, "-c", "pass"]
+
+@pytest.mark.golem_mcp_session("session.jsonl", command=COMMAND)
+def test_first(golem_mcp_session):
+    pass
+
+@pytest.mark.golem_mcp_session("session.jsonl", command=COMMAND)
+def test_second(golem_mcp_session):
+    pass
+"""
+    )
+    (pytester.path / "session.jsonl").write_bytes(b"as it was\n")
+    result = _rerecord(pytester, live)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*session.jsonl is the golem_mcp_session recording of 2 tests "
+            "(test_sessions.py::test_first, test_sessions.py::test_second)*one of them "
+            "selected (-k)*"
+        ]
+    )
+    assert (pytester.path / "session.jsonl").read_bytes() == b"as it was\n"
