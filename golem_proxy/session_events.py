@@ -87,9 +87,10 @@ class SpoolFull:
     """The spool (``--observer-spool``) reached ``limit`` bytes (``--spool-limit``) at ``t``,
     and the session went on as without it: what was forwarded before is recorded before this
     event (the spool held all of it, for `golem-proxy recover` had the proxy been killed);
-    from here forwarding waits for the recording again: the spool stays until the observing
-    process read it, and once the recording caught up with what it held a ``kill -9`` loses at
-    most the ~100 ms of lines the recording may trail the wire by."""
+    from here the records go through the pipe: the spool stays until the observing process
+    read it, forwarding does not wait meanwhile, and once the recording caught up with what it
+    held forwarding waits for the recording again, a ``kill -9`` losing at most the ~100 ms of
+    lines the recording may trail the wire by."""
 
     t: float
     limit: int

@@ -162,6 +162,6 @@ def add_observer(
         metavar="MIB",
         help="with --observer-spool: how large the spool may grow, in MiB (default: "
         f"{SPOOL_LIMIT // 2**20}); past it the proxy says so once and goes on as without "
-        "--observer-spool (forwarding waits for the recording again; the spool goes once it "
-        "is recorded)",
+        "--observer-spool (once the recording caught up with what the spool held, forwarding "
+        "waits for it again; the spool goes once it is recorded)",
     )

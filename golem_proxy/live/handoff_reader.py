@@ -140,6 +140,30 @@ class RecordReader:
         self._large_last = length >= READ_WHOLE_FROM and not self._size
         return Record(kind, conn, direction, t, data)
 
+    def torn(self) -> Optional[Record]:
+        """At the records' end for good (a killed session's spool): the last record, cut off
+        by the kill, as far as it came, when it is a ``DATA`` record whose header is whole:
+        its data is stream bytes in order, so the bytes there are are true as far as they go
+        (those of a 1 MiB piece of a large answer the client may have read already). None:
+        nothing waits, or what waits is not such a record (it goes). Everything waiting is
+        consumed. Raises HandoffError as `next_record` does."""
+        size = self._size
+        if size < HEADER.size:
+            return None
+        kind, conn, direction, t, length = self._header()
+        if kind != Kind.DATA:
+            return None
+        if direction not in (0, 1):
+            raise HandoffError(f"unknown direction {direction}")
+        if length > self.max_data:
+            raise HandoffError(f"a record of {length} bytes (at most {self.max_data})")
+        if size >= HEADER.size + length:
+            return None  # whole: `next_record`'s (not torn)
+        self._take(HEADER.size)
+        data = bytes(self._take(size - HEADER.size))
+        self.offset += size
+        return Record(Kind.DATA, conn, direction, t, data)
+
     def _header(self) -> tuple[int, int, int, float, int]:
         """The next record's header's fields (its bytes are here)."""
         head, pos = self._chunks[0], self._pos
@@ -232,3 +256,11 @@ class PipeRecords:
             self._whole = None
             reader.receive_data(memoryview(whole))
         return got, True
+
+    def ended(self) -> None:
+        """The records ended for good inside a large record read whole (a spool a kill cut
+        off): what came of it goes to the reader, as its bytes would have (`RecordReader.torn`
+        takes them)."""
+        whole, self._whole = self._whole, None
+        if whole is not None:
+            self.reader.receive_data(memoryview(whole)[: self._filled])

@@ -240,12 +240,16 @@ class HandoffSource(HandoffConnections):
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(pipe.wait_fd)
                 continue
-            if not got:
-                return
+            last = not got
+            if last and self.on_unended is not None:
+                pipe.ended()  # a killed session's spool: its last record may be torn
             while True:
                 at = reader.offset
                 try:
                     record = reader.next_record()
+                    if record is None and last and self.on_unended is not None:
+                        # A killed session's spool: its last record, torn by the kill.
+                        record = reader.torn()
                     if record is None:
                         break
                     self.records += 1
@@ -263,6 +267,8 @@ class HandoffSource(HandoffConnections):
                     # Within a long batch too: the forwarding side sees steady progress.
                     marked = reader.offset
                     self.observer.after_queued(functools.partial(self._decoded, marked))
+            if last:
+                return
             if reader.offset > marked:
                 marked = reader.offset
                 self.observer.after_queued(functools.partial(self._decoded, marked))

@@ -129,6 +129,8 @@ class Ledger:
         self.holding = False
         """The recording trails the wire by more than ``trail_limit`` (or by more than
         `outstanding_limit` bytes): the connections it trails on wait."""
+        self.drains_to: Optional[int] = None
+        """A full spool's end (`drain`): until acknowledged past it, nothing holds the relay."""
         self.acked = 0
         """The offset up to which the observing process acknowledged everything."""
         self.acked_at = 0.0
@@ -199,6 +201,8 @@ class Ledger:
         self._busy = None
         if self.holding:
             return True
+        if self.drains_to is not None:
+            return False  # behind a full spool's records: see `drain`
         if self.budget is not None:
             self.holding = handed - self.acked > self.budget
             return False
@@ -284,8 +288,14 @@ class Ledger:
         if offset <= self.acked:
             return False
         self.acked = offset
-        self.acked_at = self.now()
+        self.acked_at = now = self.now()
         marks, outstanding = self._marks, self._outstanding
+        if self.drains_to is not None and offset >= self.drains_to:
+            # The observing process reached the records after the spool: they trail from now,
+            # as in a pipe it just began to read.
+            self.drains_to = None
+            for mark in marks:
+                mark.t = max(mark.t, now)
         while marks and marks[0].handed <= offset:
             mark = marks.popleft()
             self.client_outstanding -= mark.from_clients
@@ -299,6 +309,19 @@ class Ledger:
                 self._outstanding_total -= size
             self._busy = None
         return True
+
+    def drain(self, end: int) -> None:
+        """The spool is full, its records ending at ``end`` (spool.py), and those after it go
+        through the pipe without a budget: the relay no longer waits for what the spool held
+        (the observing process decodes it first, for seconds when it trails: that backlog is
+        the recording's to catch up, not the relay's to wait for). Until the acknowledgements
+        pass ``end``, nothing holds; the pipe's records wait for room in the writer's backlog,
+        and past it are lost as a recorded gap (handoff.py), as when the observing process is
+        too far behind without a spool. Then the pipe's records trail from that moment on, and
+        the bounds of the module docstring hold."""
+        self.budget = None
+        self.holding = False
+        self.drains_to = end if end > self.acked else None
 
     def caught_up(self, handed: int) -> bool:
         """While `holding`: the recording is back under half of every limit (the relay may

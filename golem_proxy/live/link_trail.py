@@ -26,6 +26,7 @@ class LinkTrail:
     _holds: Holds
     _shedding: dict[int, int]
     unrecorded: Callable[[int, Direction, tuple[str, ...], float], None]
+    drained: Callable[[], None]
 
     @property
     def holding(self) -> bool:
@@ -76,8 +77,11 @@ class LinkTrail:
         """The observing process decoded everything handed on up to ``offset`` and wrote its
         lines to the kernel; ``rate``: the bytes a second it got through lately (0: unknown),
         which sets the byte limit (`Ledger.outstanding_limit`)."""
+        draining = self.ledger.drains_to is not None
         if not self.ledger.acknowledge(offset, rate):
             return
+        if draining and self.ledger.drains_to is None:
+            self.drained()
         if self._shedding:
             # Caught up with what was handed on before the shed: hand on again, the loss first.
             for conn, learned in self._holds.caught_up(offset):

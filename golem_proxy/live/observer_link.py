@@ -373,8 +373,9 @@ class ObserverLink(LinkTrail):
     def leave_spool(self, backlog: int = BACKLOG) -> None:
         """The spool is full (spool.py): its last record says so, and the records go on
         through the pipe (``backlog`` bytes may wait for room there), counted on from the
-        spool's; the relay waits for the recording as without a spool (the trail's bounds,
-        the stall watch's limit)."""
+        spool's. Once the observing process decoded what the spool held, the relay waits for
+        the recording as without a spool (the trail's bounds, the stall watch's limit);
+        until then nothing holds it (`Ledger.drain`)."""
         spooled = self.writer
         self.make_writer = lambda pipe: HandoffWriter(pipe, backlog)
         if not (isinstance(spooled, SpoolWriter) and spooled.piped):
@@ -384,7 +385,16 @@ class ObserverLink(LinkTrail):
             spooled.ring()
             self.writer = self.make_writer(spooled.pipe_fd)
             self.writer.handed = spooled.handed
-        self.budget = self.ledger.budget = None
+        self.budget = None
+        self.ledger.drain(self.writer.handed)
+        self._release()  # a connection held for the spool's budget forwards on
+        if self.ledger.drains_to is None:
+            self.drained()
+
+    def drained(self) -> None:
+        """The observing process decoded what the full spool held: it reads the pipe now,
+        and goes as long without acknowledging as without a spool before it counts as stuck
+        (`watch_stall`)."""
         self.stall_limit = STALL_LIMIT
 
     async def keep_flushing(self) -> None:

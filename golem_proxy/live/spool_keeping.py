@@ -45,8 +45,9 @@ class SpoolKeeping:
     def spool_full(self, why: str = "") -> None:
         """The spool reached ``--spool-limit`` (``why``: something else filled it, such as its
         file system): the session goes on as without ``--observer-spool`` (the records through
-        the pipe, the relay waiting for the recording as without a spool); the spool, no
-        longer a whole session, goes once the recording holds all it held."""
+        the pipe, the relay waiting for the recording as without a spool once it holds what
+        the spool held: `Ledger.drain`); the spool, no longer a whole session, goes once the
+        recording holds all it held."""
         if self.spool is None or self.setup is None:
             return
         self.link.leave_spool()
@@ -57,10 +58,11 @@ class SpoolKeeping:
         limit = self.setup.options.spool_limit / (1024 * 1024)
         cause = why or f"--spool-limit {limit:g} MiB"
         say(
-            f"the spool is full ({cause}): the session goes on as without --observer-spool "
-            "(forwarding waits for the recording again); until the recording holds what the "
-            "spool held, a kill -9 leaves it to golem-proxy recover, then loses at most ~100 ms "
-            "of lines"
+            f"the spool is full ({cause}): the session goes on as without --observer-spool: "
+            "forwarding does not wait while the recording catches up with what the spool held "
+            "(a kill -9 meanwhile leaves the spool to golem-proxy recover and loses what was "
+            "forwarded since), then waits for the recording again (a kill -9 loses at most "
+            "~100 ms of lines)"
         )
 
     async def drop_read_full_spool(self) -> None:

@@ -155,6 +155,24 @@ def test_a_pipe_that_ends_inside_a_record_read_whole_ends_without_it() -> None:
     finally:
         os.close(read_fd)
     assert ended and got == [first]
+    # At the records' end for good (a killed session's spool): the part that came is the
+    # record's data as far as it goes, a true prefix of the stream.
+    pipe.ended()
+    assert reader.next_record() is None
+    torn = reader.torn()
+    assert torn is not None and torn.kind is Kind.DATA and (torn.conn, torn.direction) == (1, 1)
+    assert bytes(torn.data) == bytes(second.data)[:-100]
+    assert reader.waiting == 0 and reader.torn() is None
+
+
+def test_only_a_data_record_torn_after_its_header_is_fed() -> None:
+    event = encode(Record(Kind.EVENT, 1, 0, 0.0, b"x" * 50))
+    data = encode(Record(Kind.DATA, 1, 0, 0.0, b"y" * 50))
+    for cut, fed in ((event[:-10], None), (data[: HEADER.size - 1], None), (data[:-10], 40)):
+        reader = RecordReader()
+        reader.receive_data(cut)
+        torn = reader.torn()
+        assert (None if torn is None else len(torn.data)) == fed
 
 
 def test_a_small_record_after_a_large_body_is_not_read_as_part_of_it() -> None:

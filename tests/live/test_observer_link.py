@@ -19,6 +19,7 @@ from golem_proxy.live.link_ledger import (
     RECORD_LIMIT,
     TRAIL_LIMIT,
 )
+from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.live.unrecorded_values import UnrecordedValues
 
 from .observer_link_helpers import hand_link, read_records
@@ -200,3 +201,32 @@ def test_values_learned_while_a_connection_sheds_wait_and_the_gap_stays_one() ->
         assert UnrecordedValues().read(after[2].data) == ["TOKEN-two", "TOKEN-one"]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_after_a_full_spool_nothing_holds_until_what_it_held_is_acknowledged() -> None:
+    with hand_link(budget=1000, stall_limit=60.0) as (link, clock, read_fd):
+        reader = RecordReader()
+        link.data(1, Direction.S2C, b"s" * 2000, 0.0)
+        assert link.holding  # past the spool's budget
+        link.leave_spool()
+        spool_end = link.writer.handed
+        assert not link.holding and not link.holds(1)
+        # Seconds later the observing process still decodes what the spool held: the pipe's
+        # records trail behind it, and the relay does not wait for them.
+        for n in range(5):
+            clock.now = 1.0 + n
+            link.data(1, Direction.S2C, b"p" * 100, clock.now)
+            read_records(link, read_fd, reader)
+            assert not link.holding
+        assert link.stall_limit == 60.0
+        link.acknowledged(spool_end)
+        # From here the pipe's records trail from the moment they could be decoded.
+        assert link.stall_limit == STALL_LIMIT and link.trail() == 0.0
+        link.data(1, Direction.S2C, b"q" * 100, clock.now)
+        assert not link.holding
+        clock.now += TRAIL_LIMIT * 1.5
+        link.data(1, Direction.S2C, b"r" * 100, clock.now)
+        assert link.holding  # as without a spool
+        read_records(link, read_fd, reader)
+        link.acknowledged(reader.offset)
+        assert not link.holding

@@ -224,3 +224,29 @@ def test_recover_memory_stays_bounded_by_a_huge_frame(
     peak_mib = int(done.stdout.split()[-1]) // 1024
     assert peak_mib < 100, peak_mib
     assert resource  # the parent's own rusage is not what is measured
+
+
+def test_the_record_torn_by_the_kill_gives_the_bytes_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record, data = _killed_session(tmp_path, monkeypatch)
+    answer = [r for r in _records(data) if r[1] is Kind.DATA and r[2] == 1]
+    large = [r for r in answer if r[3] > 60000]
+    # The spool as a kill in the middle of writing a record of the 2 MiB answer left it.
+    at, _, _, size = large[len(large) // 2]
+    torn = size // 2
+    Path(f"{record}.spool").write_bytes(data[: at + HEADER.size + torn])
+
+    done = _golem("recover", str(record), cwd=tmp_path)
+
+    assert done.returncode == 0, done
+    events = read_recording(str(record)).events
+    closes = [e for e in events if getattr(e, "reason", None) == KILLED]
+    assert len(closes) == 1, closes
+    # Every byte of the answer the spool holds, those of the torn record included: they are
+    # the stream's, in order, as far as they go.
+    before = sum(length for start, _, _, length in answer if start < at)
+    assert closes[0].bytes_s2c == before + torn, (closes[0].bytes_s2c, before, torn)
+    shown = _golem("show", str(record), cwd=tmp_path)
+    assert "truncated" in shown.stdout, shown.stdout  # the frame is still cut short
+    assert "pending" not in shown.stdout, shown.stdout
