@@ -207,7 +207,7 @@ class Flow:
         never forwarded, as decided where it was withheld (`ProxyAction.withheld`); None when
         none did."""
         for step in self.faults:
-            if step.withholds and step.direction is Direction.C2S:
+            if step.withholds_request:
                 return step
         return None
 

@@ -101,6 +101,12 @@ def _words(step: ProxyStep) -> Optional[str]:
     if fault == "error":
         return "--fault error" if step.withheld else None
     if fault in ("drop", "reset") and step.withheld:
+        if step.among > 1 and step.direction is Direction.S2C:
+            # Its id was pipelined more than once: said on each row it may have answered.
+            return (
+                f"withheld: --fault {fault}, an answer of id {step.message_id} that"
+                f" {step.among} requests waited for: this one's or another's"
+            )
         return f"withheld: --fault {fault}"
     return f"--fault {fault}"
 
