@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Optional, Union
 
 from golem_core.messages import JsonId
+from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 from .flow import Flow
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
 __all__ = ["FaultRows"]
 
 Step = Union[FaultInjected, InterceptStep]
+
+RETURNED_KEPT = 1024
+"""Tool calls answered kept in mind at most, for a step of the proxy's under one that lands
+after it returned (the oldest let go: such a step is then said on its GOLEM row only)."""
 
 _CHANGES_ANSWER = frozenset(("corrupt", InterceptKind.EDITED.label))
 """Steps that sent other bytes in an answer's place, which may then pair with no request."""
@@ -34,6 +39,8 @@ class FaultRows:
     _by_request: OrderedDict[Key, Flow]
     _requests_of: dict[tuple[int, Direction], dict[Key, None]]
     _ready_numbers: set[int]
+    _returned: OrderedDict[Key, Flow]
+    also_changed: list[Flow]
 
     def _place_step(self, event: Step) -> Optional[Flow]:
         """Put ``event`` on its row (`_flow_for_fault`), and return that row. A delay of a
@@ -140,18 +147,33 @@ class FaultRows:
     def _under_call(self, flow: Flow, steps: tuple[Step, ...]) -> None:
         """Say ``steps``, which landed on GOLEM row ``flow``, on the row of the tool call its
         frames name (`FrameSeen.tool_calls`, decided as its request reached the proxy), when
-        they name one call alone and that call still waits for its answer: its row is then
-        still to be shown, and what its result says may be the proxy's doing."""
+        they name one call alone: what its result says may be the proxy's doing. A call that
+        returned already (one of the last `RETURNED_KEPT`) gets them too, after the time it
+        returned, which its words say (`under_words`)."""
         frame = flow.request if flow.request is not None else flow.response
         calls = frame.tool_calls if frame is not None else None
         if calls is None or len(calls) != 1:
             return
-        call = self._by_request.get((calls[0].conn, Direction.C2S, calls[0].index))
+        key = (calls[0].conn, Direction.C2S, calls[0].index)
+        call = self._by_request.get(key)
         if call is None:
-            return
+            call = self._returned.get(key)
+            if call is None:
+                return
+            if self.keep:
+                self.also_changed.append(call)  # a view showing it shows it again
         under = dict(call.proxy_under)
         under[flow.number] = (*under.get(flow.number, ()), *steps)
         call.proxy_under = tuple(under.items())
+
+    def _call_returned(self, key: Key, flow: Flow) -> None:
+        """``flow``, asked as frame ``key``, has its answer: when it is a tool call, a step
+        of the proxy's under it may land still (`_under_call`)."""
+        request = flow.request
+        if request is not None and request.method == TOOLS_CALL:
+            self._returned[key] = flow
+            if len(self._returned) > RETURNED_KEPT:
+                self._returned.popitem(last=False)
 
 
 def _same_id(flow: Flow, ident: JsonId) -> bool:
