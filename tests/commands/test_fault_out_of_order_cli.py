@@ -163,6 +163,9 @@ def test_a_request_of_the_server_withheld_is_a_row_of_its_own(
     [said] = [line for line in table.splitlines() if " ask " in line]
     assert "undelivered (withheld: --fault drop)" in said, table
     assert "fault drop ask withheld request: ask id=1" in logged, logged
+    # check counts it a failed row of the proxy's making, not a frame it could not record.
+    checked = run_cli("check", str(record)).stdout
+    assert "1 undelivered (withheld: --fault drop)" in checked and "never recorded" not in checked
     # Exported, the server's stream adds up: what went on, and the request withheld.
     done = run_cli("export", str(record), "--out", str(tmp_path / "streams"))
     assert done.returncode == 0, done.stderr
