@@ -47,6 +47,27 @@ class ProxyAction:
     the id of the request it answers); None when it had none or was not read. It places a
     step on an answer never recorded (withheld, held, lost) on the row of the request that
     answer was for, where a server answers out of order (`FaultRows`)."""
+    server_request: bool = False
+    """The message acted on is a request or notification of the server's own (it travels
+    s2c): withheld, it is recorded as it came, as a client's request withheld is, and is a
+    row of its own whatever ids the client's requests have (`FaultRows`)."""
+    among: int = 1
+    """Of an answer: how many requests waited with its id where the proxy decided (a client
+    that pipelines one id twice). Over 1, the wire does not say which of them it answers:
+    a step on it never recorded is said on each of those rows, as one of theirs
+    (`FaultRows`)."""
+
+    @property
+    def withholds(self) -> bool:
+        """Whether this step withheld the message (`withheld`)."""
+        return self.withheld
+
+    @property
+    def withholds_request(self) -> bool:
+        """Whether this step withheld a request recorded as it came (a client's, or a
+        server's own: `server_request`)."""
+        # (Direction is only an annotation here: events.py imports this module.)
+        return self.withholds and (self.direction.value == "c2s" or self.server_request)
 
 
 @dataclass(frozen=True, kw_only=True)

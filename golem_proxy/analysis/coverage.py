@@ -156,6 +156,7 @@ class Coverage:
                 isinstance(event, (FaultInjected, InterceptStep))
                 and event.withholds
                 and event.direction is Direction.S2C
+                and not event.server_request  # recorded as it came: its row says it
             ):
                 name = event.fault
                 if name in self.withheld or len(self.withheld) < WITHHELD_NAMES_KEPT:

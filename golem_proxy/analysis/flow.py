@@ -207,7 +207,7 @@ class Flow:
         never forwarded, as decided where it was withheld (`ProxyAction.withheld`); None when
         none did."""
         for step in self.faults:
-            if step.withholds and step.direction is Direction.C2S:
+            if step.withholds_request:
                 return step
         return None
 
@@ -353,7 +353,8 @@ class Flow:
         words = proxy_words(
             self.faults, [step for step in said if step is not None], self.answer_changed_in
         )
-        under = under_words(self.proxy_under)
+        returned = self.response.t if self.response is not None else None
+        under = under_words(self.proxy_under, returned)
         words = "; ".join(part for part in (words, under) if part)
         return f"{status} ({words})" if words else status
 

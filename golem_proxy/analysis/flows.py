@@ -114,6 +114,10 @@ class FlowTracker(SettledRows, FaultRows):
         self._cut: dict[tuple[int, Direction], tuple[Step, ...]] = {}
         # The delays of a frame then withheld or cut short, until the step that decided it.
         self._undecided: dict[tuple[int, Direction], tuple[Step, ...]] = {}
+        # The tool calls answered last, for a step of the proxy's under one that comes after.
+        self._returned: OrderedDict[Key, Flow] = OrderedDict()
+        # Without ``keep``: the requests asked under each tool call waiting (`asked_under`).
+        self._asked_under: dict[Key, dict[Key, None]] = {}
         self._stderr = ServerStderrs()
         self.on_output: Optional[Callable[[ProcessOutput], None]] = None
         """Told every chunk a wrapped server wrote to its stderr, as it is read (the
@@ -287,6 +291,7 @@ class FlowTracker(SettledRows, FaultRows):
                     self._release(older)
                 self._by_request[key] = flow
                 add_in_order(self._requests_of, (frame.conn, frame.direction), key)
+                self.asked_under(frame, key)
                 return flow
             flow.unanswerable = True  # complete as it is: never waits for an answer
         else:
@@ -319,6 +324,7 @@ class FlowTracker(SettledRows, FaultRows):
         flow.closed_unanswered = False
         flow.ended_waiting = ""
         self._stderr.answered(flow)
+        self._call_returned(asked, flow)
         return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:

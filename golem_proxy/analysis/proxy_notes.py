@@ -22,6 +22,7 @@ from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 __all__ = [
     "ProxyStep",
     "acted",
+    "after_return",
     "changes_answer",
     "delay_seconds",
     "held_of",
@@ -101,6 +102,12 @@ def _words(step: ProxyStep) -> Optional[str]:
     if fault == "error":
         return "--fault error" if step.withheld else None
     if fault in ("drop", "reset") and step.withheld:
+        if step.among > 1 and step.direction is Direction.S2C:
+            # Its id was pipelined more than once: said on each row it may have answered.
+            return (
+                f"withheld: --fault {fault}, an answer of id {step.message_id} that"
+                f" {step.among} requests waited for: this one's or another's"
+            )
         return f"withheld: --fault {fault}"
     return f"--fault {fault}"
 
@@ -138,11 +145,27 @@ def proxy_words(
     return "; ".join(words)
 
 
-def under_words(rows: Iterable[tuple[int, Sequence[ProxyStep]]]) -> str:
+def under_words(
+    rows: Iterable[tuple[int, Sequence[ProxyStep]]], returned: Optional[float] = None
+) -> str:
     """What the proxy did to the GOLEM rows under a tool call (`Flow.proxy_under`), each
-    named: ``GOLEM #8: --fault error``, joined with ``; ``; empty when it did nothing."""
-    said = [(row, proxy_words(steps)) for row, steps in rows]
-    return "; ".join(f"GOLEM #{row}: {words}" for row, words in said if words)
+    named: ``GOLEM #8: --fault error``, joined with ``; ``; empty when it did nothing. A row
+    on which the proxy acted after the call returned (at ``returned``, its answer's time)
+    says so: ``GOLEM #7: +1.2 s --fault delay, after the call returned``."""
+    said: list[str] = []
+    for row, steps in rows:
+        words = proxy_words(steps)
+        if not words:
+            continue
+        late = ", after the call returned" if after_return(steps, returned) else ""
+        said.append(f"GOLEM #{row}: {words}{late}")
+    return "; ".join(said)
+
+
+def after_return(steps: Iterable[ProxyStep], returned: Optional[float]) -> bool:
+    """Whether the proxy took one of ``steps`` after the call it was under returned (at
+    ``returned``; None: it has not)."""
+    return returned is not None and any(step.t > returned for step in steps if acted(step))
 
 
 def _changed_answer(step: ProxyStep, row: int) -> Optional[str]:

@@ -9,7 +9,7 @@ import heapq
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Optional
 
-from ..events import Direction
+from ..events import Direction, FrameSeen
 from .flow import Flow
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ class SettledRows:
     _ready_numbers: set[int]
     _by_request: OrderedDict[Key, Flow]
     _requests_of: dict[tuple[int, Direction], dict[Key, None]]
+    _asked_under: dict[Key, dict[Key, None]]
 
     def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
         """Remove and return, in number order, the settled flows (answered, never to be
@@ -46,12 +47,48 @@ class SettledRows:
         taken: list[Flow] = []
         while ready and (ready[0][0] < limit or len(ready) > HOLD_BACK):
             flow = ready[0][1]
-            if flow is touched:
+            if flow is touched or (len(ready) <= HOLD_BACK and self._steps_may_come(flow, touched)):
                 break
             heapq.heappop(ready)
             self._ready_numbers.discard(flow.number)
+            self._forget_call(flow)
             taken.append(flow)
         return taken
+
+    def asked_under(self, frame: FrameSeen, key: Key) -> None:
+        """A request (frame ``key``) waits for its answer under the one tool call it names,
+        which waits too: until it is answered, a step of the proxy's on it may land on the
+        call's row after the call returned (`FaultRows._under_call`), which is held till
+        then (`take_settled`). Without ``keep`` only."""
+        calls = frame.tool_calls
+        if self.keep or calls is None or len(calls) != 1:
+            return
+        call = (calls[0].conn, Direction.C2S, calls[0].index)
+        if call in self._by_request:
+            self._asked_under.setdefault(call, {})[key] = None
+
+    def _steps_may_come(self, flow: Flow, touched: Optional[Flow]) -> bool:
+        """Whether a step of the proxy's may still land on tool call ``flow``: a request
+        under it waits still, or is ``touched`` (answered by the last event, a step on its
+        answer follows it)."""
+        request = flow.request
+        if request is None:
+            return False
+        call = (flow.conn, request.direction, request.index)
+        under = self._asked_under.get(call)
+        if not under:
+            return False
+        while under:  # those answered let go from the oldest: each looked at once
+            if next(iter(under)) in self._by_request:
+                return True
+            del under[next(iter(under))]
+        asked = touched.request if touched is not None else None
+        return asked is not None and call == _call_of(asked)
+
+    def _forget_call(self, flow: Flow) -> None:
+        request = flow.request
+        if request is not None and self._asked_under:
+            self._asked_under.pop((flow.conn, request.direction, request.index), None)
 
     def holds(self, flow: Flow) -> bool:
         """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
@@ -68,6 +105,7 @@ class SettledRows:
         self._ready_numbers.clear()
         self._by_request.clear()
         self._requests_of.clear()
+        self._asked_under.clear()
         rest.sort(key=_number)
         return rest
 
@@ -91,3 +129,11 @@ class SettledRows:
 
 def _number(flow: Flow) -> int:
     return flow.number
+
+
+def _call_of(frame: FrameSeen) -> Optional[Key]:
+    """The frame key of the one tool call ``frame`` names, if it names one alone."""
+    calls = frame.tool_calls
+    if calls is None or len(calls) != 1:
+        return None
+    return (calls[0].conn, Direction.C2S, calls[0].index)

@@ -394,6 +394,8 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
                 "detail": action.detail,
                 "withheld": action.withheld,
                 **_held(action),
+                # Of an answer whose id several requests waited with: on each of their rows.
+                **({"among": action.among} if action.among > 1 else {}),
             }
             for action in flow.faults
         ]

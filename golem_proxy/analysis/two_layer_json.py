@@ -16,7 +16,7 @@ from golem_core.profiles import Profile
 from .call_outage import routes_down, went_down
 from .flows import Flow
 from .late_answers import answer_of, answer_of_text, is_late, late_text
-from .proxy_notes import step_names
+from .proxy_notes import after_return, step_names
 from .tool_calls import (
     AMBIGUOUS,
     ToolCallIndex,
@@ -56,8 +56,14 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
                 if routes:
                     data[member] = [{"route": d.route, "since": d.since} for d in routes]
             if flow.proxy_under:  # the proxy's doing under the call, as the tracker placed it
+                returned = flow.response.t if flow.response is not None else None
                 data["proxy_under"] = [
-                    {"flow": row, "faults": step_names(steps)} for row, steps in flow.proxy_under
+                    {
+                        "flow": row,
+                        "faults": step_names(steps),
+                        **({"after_return": True} if after_return(steps, returned) else {}),
+                    }
+                    for row, steps in flow.proxy_under
                 ]
             found = answer_of(flow)
             if found is not None:

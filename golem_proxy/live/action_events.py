@@ -61,8 +61,12 @@ class ActionEvents:
                     fault=fault,
                     detail=detail,
                     held_s=held,
-                    method=action.method,
+                    # Of an answer whose id several requests waited with, the method is a
+                    # guess (the oldest's): not said.
+                    method=action.method if action.among <= 1 else None,
                     message_id=action.ident,
+                    among=action.among,
+                    server_request=action.server_request,
                     withheld=withheld
                     or (action.withhold is not None and fault == action.withhold.kind.value),
                 ),

@@ -130,8 +130,9 @@ class FaultActing:
                 raise
         rule = action.withhold
         if rule is not None:
-            if direction is Direction.C2S:
-                # Recorded though not forwarded: the client did send it, and its flow needs it.
+            if direction is Direction.C2S or action.server_request:
+                # Recorded though not forwarded: its sender did send it, and its flow needs it
+                # (a server's own request too: no client request is its row).
                 await self._withheld(direction, frame, sent_at)
             else:  # a response withheld: never recorded
                 self._unrecorded(direction, action.learned)

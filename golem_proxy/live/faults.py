@@ -125,6 +125,10 @@ class FrameAction:
     ident: JsonId = None
     """The message's id as read here (an answer's: its request's); None when it has none
     or it was not found."""
+    among: int = 1
+    """Of an answer: how many requests waited with its id (`ProxyAction.among`)."""
+    server_request: bool = False
+    """A request or notification of the server's own (`ProxyAction.server_request`)."""
     learned: tuple[str, ...] = ()
     """With ``--redact``, for a frame the fault keeps from the recording as it came (an
     answer withheld, a frame corrupted): the values the rules replace in it
@@ -174,25 +178,28 @@ class ConnectionFaults:
         only the rules that name none act on it. A server's such frame may have answered any
         request waiting: they are forgotten, so that none lends its method to the answer of
         another (a later request with the same id), which is of no method then."""
-        message, _, method = self._typed(direction, payload)
+        message, _, method, _ = self._typed(direction, payload)
         return message, method
 
     def _typed(
         self, direction: Direction, payload: bytes
-    ) -> tuple[Optional[Message], int, Optional[str]]:
-        """`inspect`, and how many characters of long strings the message leaves out."""
+    ) -> tuple[Optional[Message], int, Optional[str], int]:
+        """`inspect`, how many characters of long strings the message leaves out, and of an
+        answer, how many requests waited with its id (`FrameAction.among`): the oldest of
+        them lends it its method, as the tap pairs it, but over 1 the wire does not say."""
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         try:
             message, elided = parse_for_view(self.profile, payload, role, self.parse_limit)
         except TooCostly:
             if direction is Direction.S2C or self.profile.servers_send_requests:
                 self._methods.clear()
-            return None, 0, None
+            return None, 0, None, 1
         if direction is Direction.C2S:
-            return message, elided, frame_method(message, None)
+            return message, elided, frame_method(message, None), 1
+        among = len(self._methods.sharing_id(message)) if message.role is Role.RESPONSE else 1
         pending = self._methods.match_response(message)  # none for a server's request
         answered = pending.context if pending is not None else None
-        return message, elided, frame_method(message, answered)
+        return message, elided, frame_method(message, answered), max(among, 1)
 
     def takes_turn(self, direction: Direction, payload: bytes) -> bool:
         """`FrameAction.turn` of a frame no fault decides on (``--intercept`` answered or
@@ -208,8 +215,11 @@ class ConnectionFaults:
         """Decide the fate of one complete frame. ``raw`` is its wire bytes, ``header`` the
         length of its header (the payload follows it). Mutates nothing but the generators,
         the `times` counters and the pairing."""
-        message, elided, method = self._typed(direction, payload)
-        action = FrameAction(raw, method, turn=takes_turn(direction, message))
+        message, elided, method, among = self._typed(direction, payload)
+        action = FrameAction(raw, method, turn=takes_turn(direction, message), among=among)
+        action.server_request = direction is Direction.S2C and isinstance(
+            message, (Request, Notification)
+        )
         rng = self._rng[direction]
         matching = [
             (index, rule)
@@ -221,7 +231,7 @@ class ConnectionFaults:
             # Not parsed (too costly): the answer in the server's place carries the id the
             # frame's bytes hold, so that the client can match it.
             ident = id_of_bytes(payload)
-        what = _describe(message, method, len(raw), ident)
+        what = _describe(message, method, len(raw), ident, among)
         if isinstance(ident, (str, int)) and not isinstance(ident, bool):
             action.ident = ident
         fired: list[tuple[int, FaultRule]] = []
@@ -251,7 +261,8 @@ class ConnectionFaults:
                 obj = self.profile.error(ident, rule.code, rule.message)
                 action.reply = self.profile.encode(obj)
                 action.answer = f"{rule.code}: {rule.message}"
-            if direction is Direction.S2C:  # a request withheld is recorded all the same
+            if direction is Direction.S2C and not action.server_request:
+                # (A request withheld is recorded all the same.)
                 action.learned = self._learned(direction, payload, message, elided, method)
             return action
         if direction is Direction.C2S and message is not None:
@@ -335,12 +346,17 @@ class ConnectionFaults:
 _WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
 
 
-def _describe(message: Optional[Message], method: Optional[str], size: int, ident: Any) -> str:
+def _describe(
+    message: Optional[Message], method: Optional[str], size: int, ident: Any, among: int = 1
+) -> str:
     if message is None:
         read = "" if ident is None or ident is UNKNOWN else f" id={ident}"
         return f"?{read} (not parsed: too costly) ({size} bytes)"
     ident = "" if message.id is None else f" id={message.id}"
     kind = " (malformed)" if isinstance(message, Malformed) else ""
+    if among > 1:  # the oldest's method is a guess: the answer does not say which it is
+        which = f"the answer of one of {among} requests waiting with this id"
+        return f"?{ident}{kind} ({which}) ({size} bytes)"
     return f"{method or '?'}{ident}{kind} ({size} bytes)"
 
 

@@ -39,6 +39,7 @@ from ..terminal import counted, format_latency, format_size, preview_json, safe_
 from .log_asked import AskedCalls
 from .log_lines import apart_from_stderr, fold_fields
 from .log_repeats import Fold, RepeatFold
+from .log_under import StepsUnderCalls
 from .log_verbosity import ShownAtVerbosity, Verbosity
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -86,6 +87,9 @@ class EventLog(ShownAtVerbosity):
         self._status_width = _STATUS
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
         self._asked = AskedCalls()
+        layered = profile.tool_layer or any(p.tool_layer for p in self.route_profiles.values())
+        self._under = StepsUnderCalls(profile) if layered else None
+        """`golem-proxy mcp`: the proxy's steps under each tool call, for its line."""
         self._says_stderr = apart_from_stderr(console)
         """The log goes elsewhere than our stderr (``--log FILE``): what a wrapped server
         writes to its stderr, which is passed on to ours, is written here too, in its place
@@ -117,6 +121,8 @@ class EventLog(ShownAtVerbosity):
         (a pipe, a file) one line per event, for grep. A problem repeated on a connection is
         shown a few times a second, then counted (`golem_proxy.live.log_repeats`)."""
         t: Optional[float] = getattr(event, "t", None)
+        if self._under is not None:
+            self._under.apply(event)  # every event, shown or not: it places the steps
         if t is not None:
             for fold in self._repeats.ended(t):
                 self._print(self._folded(fold))
@@ -302,6 +308,10 @@ class EventLog(ShownAtVerbosity):
         note = misread_words(exchange.response, exchange.request.tool_calls or ())
         if note is not None:
             text.append(f"  · {safe_text(note, 2 * _DETAIL)}", "bold yellow")
+        under = self._under.words() if self._under is not None else ""
+        if under and profile.tool_layer and exchange.method == TOOLS_CALL:
+            # As `show` says it on the call's row: the result may be the proxy's doing.
+            text.append(f"  · the proxy under it: {safe_text(under, 2 * _DETAIL)}", "bold blue")
         return text
 
     @staticmethod

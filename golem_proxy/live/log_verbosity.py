@@ -18,6 +18,7 @@ from .. import events
 from ..events import Event
 from ..status_tone import Tone, outcome_tone
 from .log_asked import AskedCalls
+from .log_under import StepsUnderCalls
 
 __all__ = ["ShownAtVerbosity", "Verbosity"]
 
@@ -38,12 +39,17 @@ class ShownAtVerbosity:
     profile: Profile
     route_profiles: dict[str, Profile]
     _asked: AskedCalls
+    _under: Optional[StepsUnderCalls]
 
     def may_show(self, event: Event) -> bool:
         """False for an event this log never prints at its verbosity (a frame that is neither
         malformed nor a notification, below verbose; any frame when quiet, but a malformed
         one; an exchange that went well, when quiet): a cheap test, so that such a flood never
-        takes room from the lines it prints."""
+        takes room from the lines it prints. With a tool layer (`golem-proxy mcp`, a session
+        paced by its model) every event: the rows it follows place the proxy's steps under
+        each tool call (`StepsUnderCalls`), and `render` leaves out what it does not show."""
+        if self._under is not None:
+            return True
         if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
             if (
                 isinstance(event.message, Malformed)

@@ -7,7 +7,10 @@ written before that answer's line, unless the disk fell behind and a ``gap`` lin
 were not written; a view saved with flows left out (its header's ``filtered_by`` or
 ``left_out``) may lack it too. After either, nothing is refused. What is kept is one number
 per GOLEM connection (its highest request frame), for at most `MAX_CONNECTIONS`; past that, a
-connection let go could be the one named, and nothing more is refused."""
+connection let go could be the one named, and nothing more is refused. A connection's frames
+are numbered without a hole (the tap numbers each frame it decodes, and one that takes over
+after a restart numbers on from the recording), so a number skipped between two read is a
+line missing: up to `MAX_HOLES` such runs are kept per connection, and one named is refused."""
 
 from __future__ import annotations
 
@@ -24,6 +27,10 @@ __all__ = ["MAX_CONNECTIONS", "VIEW_MEMBERS", "AnswerOfCheck"]
 
 MAX_CONNECTIONS = 65536
 """GOLEM connections whose requests are kept in mind at most (the oldest let go)."""
+
+MAX_HOLES = 16
+"""Runs of frame numbers skipped on one connection kept in mind at most (the oldest let go:
+one named then is not refused)."""
 
 _REQUEST_KEY = re.compile(rb'"conn":(\d+),"route":"(?:[^"\\]|\\.)*","dir":"c2s","n":(\d+)')
 """A request frame's pairing key, as the fast scanner keys frames: its connection and number."""
@@ -42,6 +49,9 @@ class AnswerOfCheck:
         self.active = bool(self.layer_routes)
         """Whether the file has an MCP layer: then the readers tell it every request frame."""
         self._asked: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self._holes: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        """Per connection, the runs of request frame numbers ``[start, end)`` skipped between
+        two read (a line missing), oldest first; only for connections that have one."""
         self._unsure = header is not None and any(k in header.extra for k in VIEW_MEMBERS)
         """The file may lack what the proxy named (a ``gap``, a view, the bound passed)."""
 
@@ -50,11 +60,43 @@ class AnswerOfCheck:
         if not self.active or route in self.layer_routes:
             return
         key = (route, conn)
-        if self._asked.get(key, -1) < index:
+        highest = self._asked.get(key)
+        if highest is None or highest < index:
             self._asked[key] = index
+            if highest is not None and index > highest + 1:
+                self._skipped(key, highest + 1, index)
             if len(self._asked) > MAX_CONNECTIONS:
-                self._asked.popitem(last=False)
+                gone, _ = self._asked.popitem(last=False)
+                self._holes.pop(gone, None)
                 self._unsure = True
+        elif key in self._holes:
+            self._filled(key, index)
+
+    def _skipped(self, key: tuple[str, int], start: int, end: int) -> None:
+        holes = self._holes.setdefault(key, [])
+        holes.append((start, end))
+        if len(holes) > MAX_HOLES:
+            del holes[0]
+
+    def _filled(self, key: tuple[str, int], index: int) -> None:
+        """A frame numbered below the connection's highest was read (told out of order):
+        it is no hole."""
+        holes = self._holes[key]
+        for at, (start, end) in enumerate(holes):
+            if start <= index < end:
+                holes[at : at + 1] = [
+                    run for run in ((start, index), (index + 1, end)) if run[0] < run[1]
+                ]
+                break
+        if not holes:
+            del self._holes[key]
+
+    def _skips(self, key: tuple[str, int], index: int) -> Optional[tuple[int, int]]:
+        """The run of skipped numbers of ``key`` that holds ``index``, if one does."""
+        for start, end in self._holes.get(key, ()):
+            if start <= index < end:
+                return start, end
+        return None
 
     def asked_key(self, key: bytes, route: str) -> None:
         """`asked`, for a frame known by its pairing key (``"conn":…,"route":…,"dir":…,"n":…``):
@@ -90,4 +132,12 @@ class AnswerOfCheck:
             raise RecordingError(
                 f"answer_of names request frame {found.index} of {where}, which the lines "
                 f"before it do not hold (its last is frame {highest})"
+            )
+        skipped = self._skips((found.route, found.conn), found.index)
+        if skipped is not None:
+            start, end = skipped
+            run = f"frame {start}" if end == start + 1 else f"frames {start} to {end - 1}"
+            raise RecordingError(
+                f"answer_of names request frame {found.index} of {where}, which the lines "
+                f"before it do not hold (they skip {run}, then go on to frame {end})"
             )

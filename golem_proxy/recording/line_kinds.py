@@ -14,6 +14,7 @@ from ..events import Event
 from .members import (
     fault_held,
     fault_withheld,
+    member_among,
     member_base64,
     member_bool,
     member_choice,
@@ -66,6 +67,8 @@ def _proxy_action(
             original=original,
             redacted=redacted,
             message_id=ident,
+            among=member_among(data),
+            server_request=member_bool(data, "server_request", False),
         )
     if data.get("kind") == "intercept":
         step = data.get("step")

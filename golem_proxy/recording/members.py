@@ -186,6 +186,12 @@ def member_message_id(data: dict[str, Any]) -> JsonId:
     raise RecordingError(f"a step's id must be a string or a whole number, not {shown(ident)}")
 
 
+def member_among(data: dict[str, Any]) -> int:
+    """A fault's ``among`` (1 when absent, as in files written before it): how many requests
+    waited with the id of the answer it acted on. Raises RecordingError for a bad one."""
+    return max(member_int(data, "among", 1), 1)
+
+
 def fault_withheld(data: dict[str, Any], detail: str) -> bool:
     """Whether a fault line says the proxy did not forward the message."""
     if "withheld" in data:

@@ -156,6 +156,8 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "held",
         "method",
         "id",
+        "among",
+        "server_request",
         "withheld",
         "original",
         "redacted",

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional, Protocol, Union
 
+from golem_core.messages import Notification, Request
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -169,7 +170,7 @@ def chunks_by_event(
     def closed(stream: RebuiltStream) -> None:
         # Nothing more comes for it: forget it, so memory follows the open connections only.
         rebuilder.streams.pop((stream.conn, stream.direction), None)
-        rebuilder.last_request.pop(stream.conn, None)
+        rebuilder.last_request.pop((stream.conn, stream.direction), None)
 
     rebuilder = _Rebuilder(
         profile, opened=opened, closed=closed, added=added, route_profiles=route_profiles
@@ -198,8 +199,9 @@ class _Rebuilder:
         self.closed = closed
         self.added = added
         self.streams: dict[tuple[int, Direction], RebuiltStream] = {}
-        # Where the last request of each connection starts in its c2s stream, and its length.
-        self.last_request: dict[int, tuple[int, int]] = {}
+        # Where the last request of each connection starts in its stream, and its length (a
+        # server's own, s2c, too: the proxy may withhold one).
+        self.last_request: dict[tuple[int, Direction], tuple[int, int]] = {}
 
     def stream(self, conn: int, route: str, direction: Direction) -> RebuiltStream:
         key = (conn, direction)
@@ -242,8 +244,10 @@ class _Rebuilder:
             target = stream(event.conn, event.route, event.direction)
             profile = self.route_profiles.get(event.route, self.profile)
             framed = profile.frame_payload(event.payload)
-            if event.direction is Direction.C2S:
-                self.last_request[event.conn] = (len(target.data), len(framed))
+            if event.direction is Direction.C2S or isinstance(
+                event.message, (Request, Notification)
+            ):
+                self.last_request[(event.conn, event.direction)] = (len(target.data), len(framed))
             target.undelivered_frames += bool(event.undelivered)
             self._add(target, self._undelivered_part(target, event, framed))
             target.frames += 1
@@ -257,7 +261,7 @@ class _Rebuilder:
             self._add(target, self._undelivered_part(target, event, event.raw))
             target.discarded_bytes += len(event.raw)
         elif isinstance(event, (FaultInjected, InterceptStep)):
-            if event.withholds and event.direction is Direction.C2S:
+            if event.withholds_request:
                 self._withheld(event)
         elif isinstance(event, ConnectionClosed):
             for direction, count in (
@@ -275,8 +279,8 @@ class _Rebuilder:
             self.added(target, chunk)
 
     def _withheld(self, event: Union[FaultInjected, InterceptStep]) -> None:
-        withheld = self.last_request.pop(event.conn, None)
-        target = self.stream(event.conn, event.route, Direction.C2S)
+        withheld = self.last_request.pop((event.conn, event.direction), None)
+        target = self.stream(event.conn, event.route, event.direction)
         target.withheld_frames += 1
         if withheld is None:
             return

@@ -107,6 +107,10 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(method=event.method)
         if event.message_id is not None:
             base.update(id=event.message_id)
+        if event.among > 1:
+            base.update(among=event.among)
+        if event.server_request:
+            base.update(server_request=True)
         base.update(withheld=event.withheld)
     elif isinstance(event, events.InterceptStep):
         base.update(kind="intercept", conn=event.conn, route=event.route)

@@ -70,9 +70,10 @@ def asking_server() -> Iterator[ReversingServer]:
     serving.close()
 
 
-def _session(server: ReversingServer, record: Path, fault: str, observer: str, read: int) -> None:
+def _session(server: ReversingServer, record: Path, fault: str, observer: str, read: int) -> str:
     """Three requests pipelined through a proxy with ``fault`` (its seed fixed: the bytes a
-    corruption flips are the same each run); ``read`` answers come back."""
+    corruption flips are the same each run); ``read`` answers come back. Returns what the
+    proxy printed (its live log)."""
     cli = start_proxy_cli(
         "--profile", "jsonrpc-ndjson", "--route", f"main@127.0.0.1:0=127.0.0.1:{server.port}",
         "--record", str(record), "--observer", observer, "--fault", fault, "--fault-seed", "3",
@@ -89,8 +90,9 @@ def _session(server: ReversingServer, record: Path, fault: str, observer: str, r
                 for _ in range(read):
                     assert answers.readline()
     finally:
-        cli.stop()
+        logged = cli.stop()
     assert cli.process.returncode == 0, cli.stderr
+    return logged
 
 
 def _rows(record: Path) -> list[dict[str, Any]]:
@@ -134,19 +136,38 @@ def test_an_answer_corrupted_out_of_order_is_said_on_its_own_request(
     assert statuses[3].startswith("unanswered (its answer corrupted by --fault corrupt: #")
 
 
-def test_a_request_of_the_server_withheld_is_not_said_on_a_client_request_of_its_id(
+def test_a_request_of_the_server_withheld_is_a_row_of_its_own(
     asking_server: ReversingServer, tmp_path: Path
 ) -> None:
     """The server's own request (id 1, like the client's first) is dropped: the client's
-    request 1 got its answer untouched, and the step names what it withheld."""
+    request 1 got its answer untouched, and the server's request is recorded as it came, a
+    row of its own that says the proxy withheld it, in ``show``, ``show --json`` and the live
+    log (it was said on no row: only ``check`` counted it)."""
     record = tmp_path / "asked.jsonl"
-    _session(asking_server, record, "drop:dir=s2c,method=ask", "child-process", read=3)
+    logged = _session(asking_server, record, "drop:dir=s2c,method=ask", "child-process", read=3)
     rows = _rows(record)
-    assert [(row["request"]["id"], row["status"]) for row in rows] == [
-        (1, "ok"),
-        (2, "ok"),
-        (3, "ok"),
+    assert [(row["request"]["id"], row["method"], row["status"]) for row in rows] == [
+        (1, "work", "ok"),
+        (2, "work", "ok"),
+        (3, "work", "ok"),
+        (1, "ask", "undelivered (withheld: --fault drop)"),
     ]
+    assert rows[3]["faults"][0]["fault"] == "drop" and "faults" not in rows[0]
     lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
     [fault] = [line for line in lines if line["kind"] == "fault"]
     assert fault["detail"].startswith("withheld request: ask id=1"), fault
+    assert fault["server_request"] is True
+    [asked] = [line for line in lines if line["kind"] == "frame" and line.get("method") == "ask"]
+    assert asked["dir"] == "s2c"
+    table = run_cli("show", str(record)).stdout
+    [said] = [line for line in table.splitlines() if " ask " in line]
+    assert "undelivered (withheld: --fault drop)" in said, table
+    assert "fault drop ask withheld request: ask id=1" in logged, logged
+    # check counts it a failed row of the proxy's making, not a frame it could not record.
+    checked = run_cli("check", str(record)).stdout
+    assert "1 undelivered (withheld: --fault drop)" in checked and "never recorded" not in checked
+    # Exported, the server's stream adds up: what went on, and the request withheld.
+    done = run_cli("export", str(record), "--out", str(tmp_path / "streams"))
+    assert done.returncode == 0, done.stderr
+    [server_side] = [line for line in done.stdout.splitlines() if "s2c" in line]
+    assert "B forwarded + 1 frame withheld" in server_side, done.stdout

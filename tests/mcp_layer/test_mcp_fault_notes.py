@@ -13,6 +13,7 @@ from typing import Any
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 
+from .late_session import SERVER, late_answer_session
 from .mcp_helpers import call_tools, environment, wrapped
 
 FAULTS = (
@@ -55,3 +56,46 @@ def test_a_tool_call_says_what_the_proxy_did_to_its_golem_exchanges(tmp_path: Pa
     table = run_cli("show", str(record)).stdout
     [line] = [line for line in table.splitlines() if 'create_layer(name="A")' in line]
     assert f"isError (GOLEM #{made}: --fault error)" in line
+
+
+def test_a_step_after_the_call_returned_is_said_on_its_row_and_the_live_log_says_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The server gives up on a slow script (0.5 s), whose answer the proxy then delays: the
+    delay is said when the answer goes on, after the call returned. The call's row says it
+    all the same, marked so (it was said on the GOLEM row only). The live log cannot change a
+    line printed already, but says on a call's line what the proxy did under it before it
+    returned: the error it made for ``create_layer`` (its line said nothing of it)."""
+    record, stderr = tmp_path / "r.jsonl", tmp_path / "stderr"
+    faults = (
+        "--fault", "delay:ms=100,dir=s2c,method=scripting.execute_python",
+        "--fault", "error:code=-32000,message=busy,method=scene.create_layer",
+    )  # fmt: skip
+    with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
+        command = wrapped(plugin, record, *faults, server=SERVER)
+        outcomes = late_answer_session(
+            command, record, stderr, then=[("create_layer", {"name": "x"})]
+        )
+    assert outcomes[1][0] and "did not respond" in outcomes[1][1]  # the server gave up
+    rows = _rows(record)
+    number = {row["method"]: n for n, row in enumerate(rows, 1) if row["layer"] == "golem"}
+    calls = {row["tool"]: row for row in rows if row.get("tool")}
+    held = number["scripting.execute_python"]
+    run_python = calls["run_python"]
+    assert re.fullmatch(
+        rf"isError \(GOLEM #{held}: \+1\d\d ms --fault delay, after the call returned\)",
+        run_python["status"],
+    ), run_python["status"]
+    assert run_python["proxy_under"] == [
+        {"flow": held, "faults": ["--fault delay"], "after_return": True}
+    ]
+    made = number["scene.create_layer"]
+    assert calls["create_layer"]["proxy_under"] == [{"flow": made, "faults": ["--fault error"]}]
+    table = run_cli("show", str(record)).stdout
+    [line] = [line for line in table.splitlines() if "run_python(" in line]
+    assert "--fault delay, after the call returned)" in line, table
+    logged = stderr.read_text()
+    [created] = [line for line in logged.splitlines() if "tools/call create_layer" in line]
+    assert "· the proxy under it: scene.create_layer: --fault error" in created, logged
+    [ran] = [line for line in logged.splitlines() if "tools/call run_python" in line]
+    assert "the proxy under it" not in ran  # its step came after its line

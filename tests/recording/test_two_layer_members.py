@@ -168,3 +168,50 @@ def test_an_answer_of_the_file_may_lack_is_believed(tmp_path: Path, made: Any) -
             args += ["--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"]
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr
+
+
+def _skipping_a_request(answer_of: dict[str, Any]) -> list[str]:
+    """The session with a second request of the GOLEM connection numbered 2: the line of its
+    frame 1 is missing, though no ``gap`` line says the disk lost one."""
+    lines = _session({"late": True}, {"answer_of": answer_of})
+    asked = {"id": "c", "method": "scene.list_layers", "params": {}}
+    third = _frame(5, 2, "main", "c2s", 2, asked, method="scene.list_layers", expects_answer=True)
+    lines = [*lines[:5], third, *lines[5:]]
+    renumbered = [lines[0]]
+    for seq, line in enumerate(lines[1:], start=1):
+        renumbered.append(_line(**{**json.loads(line), "seq": seq}))
+    return renumbered
+
+
+def test_an_answer_of_naming_a_request_skipped_below_the_last_is_refused(tmp_path: Path) -> None:
+    """Frame 1 of the connection is not in the file, frames 0 and 2 are: the proxy numbers
+    each frame it decodes and writes it before any answer naming it, so only a file whose
+    line was removed names it. Refused by every reader, in one line naming the line."""
+    path = _write(tmp_path, _skipping_a_request({**ANSWER_OF, "n": 1}))
+    said = (
+        "line 9: answer_of names request frame 1 of connection 2 of route 'main', which the "
+        "lines before it do not hold (they skip frame 1, then go on to frame 2)"
+    )
+    for command, *rest in [
+        ("show",),
+        ("show", "--json"),
+        ("check",),
+        ("replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"),
+        ("mcp-verify", "--timeout", "5", "--", "true"),
+    ]:
+        done = run_cli(command, str(path), *rest)
+        assert (done.returncode, done.stderr.strip()) == (2, f"golem-proxy: {path}: {said}"), (
+            command,
+            done.stderr,
+        )
+    # Naming a frame the file holds, the same file is read; after a gap line, believed.
+    held = _write(tmp_path, _skipping_a_request({**ANSWER_OF, "n": 2}))
+    assert run_cli("show", str(held)).returncode == 0
+    lines = _skipping_a_request({**ANSWER_OF, "n": 1})
+    gap = _line(seq=9, t=0.0065, kind="gap", missed=1, consumer="recording")
+    renumbered = [
+        _line(**{**json.loads(line), "seq": seq}) for seq, line in enumerate(lines[8:], 10)
+    ]
+    after_gap = [*lines[:8], gap, *renumbered]
+    done = run_cli("show", str(_write(tmp_path, after_gap)))
+    assert done.returncode == 0, done.stderr
