@@ -26,6 +26,10 @@ class ChunkReader:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.size = RECV_SIZE
+        self.waiting = False
+        """Its reader waits for the socket to be readable (read_up.py looks for such)."""
+        self.taken = 0
+        """Bytes read so far (read_up.py: how far the socket's stream has been taken)."""
 
     def read_ready(self, most: Optional[int] = None) -> Optional[bytes]:
         """What the kernel holds now, up to the current size and ``most`` bytes (``b""``: end
@@ -36,11 +40,16 @@ class ChunkReader:
             self.size = RECV_SIZE
             return None
         self.size = RECV_SIZE_BULK if len(chunk) == self.size else RECV_SIZE
+        self.taken += len(chunk)
         return chunk
 
     async def wait(self) -> None:
         """Until the socket is readable (data, an end of stream or an error)."""
-        await trio.lowlevel.wait_readable(self.fd)
+        self.waiting = True
+        try:
+            await trio.lowlevel.wait_readable(self.fd)
+        finally:
+            self.waiting = False
 
     async def read(self) -> bytes:
         """The next chunk (``b""``: end of stream), waiting for it; a scheduler round either

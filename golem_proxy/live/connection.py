@@ -46,6 +46,7 @@ from golem_core.framing import Frame
 from ..events import ConnectionClosed, Direction
 from ..net.addresses import Route
 from ..net.listeners import close_abortively
+from .chunks import ChunkReader
 from .hand_on import HandsToInspection
 from .idle_fin import hold_while_idle
 from .observer import Observer
@@ -80,6 +81,8 @@ class Connection(HandsToInspection):
     eof: dict[Direction, bool] = field(
         default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
     )
+    client_reader: Optional[ChunkReader] = None
+    """What its pump reads the client's bytes with (read_up.py asks whether it waits)."""
     reason: str = ""
     abnormal: bool = False
     last_activity: float = 0.0

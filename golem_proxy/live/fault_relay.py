@@ -101,7 +101,7 @@ class FaultRelay(FaultActing, InterceptHolding):
         """Sends an answer the proxy made (`AnswerTurns.release`)."""
         self._pumped: set[Direction] = set()
         """The directions whose pumps returned."""
-        client = ChunkReader(conn.client.socket.fileno())
+        client = conn.client_reader = ChunkReader(conn.client.socket.fileno())
         self.read_on = ReadOn(client, now, self._arrived, read_on)
         """What the client sends while the request pump holds a frame, read as it comes."""
 

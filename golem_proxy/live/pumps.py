@@ -89,6 +89,8 @@ class PlainPump:
         reader = ChunkReader(source)
         enforce = self.enforce_limits
         from_client = direction is Direction.C2S
+        if from_client:
+            conn.client_reader = reader
         streak = streak_bytes = 0
         while True:
             moved = READ_INSTEAD

@@ -12,22 +12,35 @@ next: a GOLEM request the server wrote before it must not be taken for the new c
 
 Everything the server wrote on a socket before it wrote the stdio chunk is in that socket's
 receive queue by the time the chunk is read (loopback delivers a write at once). So, after
-reading a chunk and before handing it on, the stdio hop waits until every GOLEM connection
-whose client side polls readable has been read by its pump, which hands a chunk on in the
-same step it reads it (pumps.py, `Connection.forward`). Bytes written after the stdio chunk,
-in the instant before the look, may be taken along: a look a few microseconds late, against
-a whole scheduling round without it.
+reading a chunk and before handing it on, the stdio hop looks (one ``epoll_wait`` over the
+routes' client sockets) for sockets holding bytes, counts how far each one's stream then
+reaches (what its pump read, `ChunkReader.taken`, and what the kernel queues, ``FIONREAD``),
+and waits until each pump has handed that far on (`Connection.sent`). What a server wrote
+beyond its receive queue waits in its own send queue, unseen: of a request larger than the
+queue (a few hundred KiB on loopback) written just before the result, the rest may still be
+handed on after the result.
 
-A pump that does not read (its frame held by ``--intercept`` or ``--fault delay``, its
-upstream not taking bytes, the recording trailing) must not hold up the stdio hop: the wait
-is bounded (`READ_UP_WAIT`), and a connection that outlasted it is not waited for again until
-its pump moves bytes again (`sent`), so each chunk of the hop does not wait anew.
+The wait includes the recording's hold on such a connection (``--observer child-process``
+takes a connection's next bytes only once the recording is close enough behind it): a server
+writing its routes all the time while the recording trails paces its stdio hop so (the order
+the views show is the wire's). Not waited for: a connection whose frame the proxy holds
+(``--intercept``, ``--fault delay``: a person's or a rule's pace), and one that outlasted a
+wait (`READ_UP_WAIT`: its upstream not taking bytes, a stalled recording) until it is seen
+idle again, so that costs the hop one wait, not one per chunk. Bytes written after the
+stdio chunk, in the instant before the look, may be taken along: a look a few microseconds
+late, against a whole scheduling round without it. The epoll set is made at the first look
+(sessions without a stdio hop pay nothing) and kept by the relay as connections open and
+close.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import select
-from collections.abc import Iterable
+import sys
+import termios
+from typing import Optional
 
 import trio
 
@@ -39,72 +52,140 @@ __all__ = ["READ_UP_WAIT", "ReadUp"]
 READ_UP_WAIT = 0.25
 """Seconds the stdio hop waits at most for the routes' pumps to read what waits for them."""
 _SPIN_ROUNDS = 16
-"""Scheduling rounds waited for before sleeping between looks (a pump ready to read runs
-within a round or two; past that it is held, and spinning would take a core)."""
-_BACKED_OFF_STEP = 0.005
+"""Scheduling rounds yielded for before sleeping between looks."""
+_BACKED_OFF_STEP = 0.002
 """Seconds between looks after those rounds."""
-
-
-def _unread(connections: Iterable[Connection]) -> list[Connection]:
-    """The connections whose client side holds bytes (or an end) their pump has not read."""
-    open_ones = [
-        conn
-        for conn in connections
-        if not conn.eof[Direction.C2S] and conn.client.socket.fileno() >= 0
-    ]
-    if not open_ones:
-        return []
-    poller = select.poll()
-    by_fd: dict[int, Connection] = {}
-    for conn in open_ones:
-        fd = conn.client.socket.fileno()
-        by_fd[fd] = conn
-        poller.register(fd, select.POLLIN)
-    return [by_fd[fd] for fd, _ in poller.poll(0)]
 
 
 class ReadUp:
     """See the module docstring: `before` is called by the stdio hop before it hands on a
-    chunk it read."""
+    chunk it read; `add` and `remove` by the relay as connections open and end."""
 
     def __init__(self, wait: float = READ_UP_WAIT) -> None:
         self.wait = wait
-        self._stuck: dict[int, int] = {}
-        """Connections that outlasted a wait, by number: the bytes they had sent then."""
+        self._epoll: Optional[select.epoll] = None
+        self._by_fd: dict[int, Connection] = {}
+        """The connections whose client socket is in the epoll set, by its descriptor."""
+        self._slow: set[int] = set()
+        """Connections that outlasted a wait, not waited for until seen idle (`_seen_idle`)."""
+        self._fd_of: dict[int, int] = {}
+        """Their descriptors, by connection number (a closed socket's number is -1)."""
 
-    def _waiting(self, connections: Iterable[Connection]) -> list[Connection]:
-        waiting = []
-        for conn in _unread(connections):
-            stuck_at = self._stuck.get(conn.conn)
-            if stuck_at is not None and stuck_at == conn.sent[Direction.C2S]:
+    def add(self, conn: Connection) -> None:
+        """``conn`` opened: its client socket is looked at (once the set exists)."""
+        if self._epoll is not None:
+            self._register(conn)
+
+    def remove(self, conn: Connection) -> None:
+        """``conn`` ends (called before its sockets close): no longer looked at."""
+        fd = self._fd_of.get(conn.conn)
+        if fd is not None and self._by_fd.get(fd) is conn:
+            self._unregister(fd)
+
+    def _register(self, conn: Connection) -> None:
+        assert self._epoll is not None
+        fd = conn.client.socket.fileno()
+        if fd < 0:
+            return
+        if fd in self._by_fd:
+            self._unregister(fd)  # a number reused after a close we were not told of
+        try:
+            self._epoll.register(fd, select.EPOLLIN)
+        except OSError:
+            return
+        self._by_fd[fd] = conn
+        self._fd_of[conn.conn] = fd
+
+    def _unregister(self, fd: int) -> None:
+        conn = self._by_fd.pop(fd, None)
+        if conn is not None:
+            self._fd_of.pop(conn.conn, None)
+        if self._epoll is not None:
+            # Closed already: the kernel dropped it from the set.
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(fd)
+
+    def _readable(self) -> set[int]:
+        """The connections (by number) whose client socket holds bytes now; those that ended
+        their client's direction leave the set (a socket at its end polls readable for ever)."""
+        assert self._epoll is not None
+        readable: set[int] = set()
+        for fd, _ in self._epoll.poll(0):
+            conn = self._by_fd.get(fd)
+            if conn is None or conn.eof[Direction.C2S]:
+                self._unregister(fd)
                 continue
-            self._stuck.pop(conn.conn, None)
-            waiting.append(conn)
-        return waiting
+            readable.add(conn.conn)
+        return readable
+
+    def _targets(self, live: dict[int, Connection], readable: set[int]) -> dict[int, int]:
+        """Of ``readable``, the live connections to wait for, with how many bytes their pump
+        must have handed on (`Connection.sent`) for what their socket holds now to be: those
+        it read already and those waiting in the kernel. Not waited for: a connection whose
+        frame the proxy holds (``--intercept``, ``--fault delay``: a person's or a rule's
+        pace), nor one that outlasted a wait until it was seen idle since (`_slow`)."""
+        targets: dict[int, int] = {}
+        for number in readable:
+            conn = live.get(number)
+            if conn is None or _held(conn) or number in self._slow:
+                continue
+            reader = conn.client_reader
+            taken = 0 if reader is None else reader.taken
+            targets[number] = taken + _queued(conn)
+        return targets
+
+    def _seen_idle(self, live: dict[int, Connection], readable: set[int]) -> None:
+        """Connections that outlasted a wait are waited for again once their pump waits to
+        read with nothing queued (they caught up)."""
+        for number in list(self._slow):
+            conn = live.get(number)
+            reader = None if conn is None else conn.client_reader
+            if conn is None or (reader is not None and reader.waiting and number not in readable):
+                self._slow.discard(number)
 
     async def before(self, live: dict[int, Connection]) -> None:
-        """Return once every connection of ``live`` whose client side was readable now has
-        been read (or has ended, or has stuck: at most `wait` seconds)."""
-        if len(self._stuck) > len(live):
-            self._stuck = {k: v for k, v in self._stuck.items() if k in live}
-        waiting = self._waiting(live.values())
-        if not waiting:
-            return  # as a rule: one poll of the open connections, no wait
-        sent = {conn.conn: conn.sent[Direction.C2S] for conn in waiting}
+        """Return once every connection of ``live`` whose client socket holds bytes now has
+        handed them on (or has ended, or holds a frame, or the wait ran out: see the module
+        docstring)."""
+        if self._epoll is None:
+            self._epoll = select.epoll()
+            for conn in live.values():
+                self._register(conn)
+        readable = self._readable()
+        if self._slow:
+            self._seen_idle(live, readable)
+        targets = self._targets(live, readable)
+        if not targets:
+            return  # as a rule: one epoll_wait, no wait
         with trio.move_on_after(self.wait):
             rounds = 0
-            while waiting:
+            while targets:
+                # A few scheduling rounds let a ready pump run; then it waits for its
+                # upstream or for the recording, and spinning would take a core from them.
                 rounds += 1
                 await trio.sleep(0 if rounds < _SPIN_ROUNDS else _BACKED_OFF_STEP)
-                # Those of the first look only, until their pump read (the bytes it sent
-                # moved, or nothing waits: it holds what it read): bytes written since came
-                # after the chunk.
-                still = {conn.conn for conn in _unread(live.values())}
-                waiting = [
-                    conn
-                    for conn in waiting
-                    if conn.conn in still and conn.sent[Direction.C2S] == sent[conn.conn]
-                ]
+                targets = {
+                    number: target
+                    for number, target in targets.items()
+                    if (held := live.get(number)) is not None
+                    and not held.eof[Direction.C2S]
+                    and not _held(held)
+                    and held.sent[Direction.C2S] < target
+                }
             return
-        for conn in waiting:
-            self._stuck[conn.conn] = conn.sent[Direction.C2S]
+        self._slow.update(targets)
+
+
+def _held(conn: Connection) -> bool:
+    """Whether ``conn``'s pump holds a frame of the proxy's (``--intercept``, ``--fault
+    delay``): a person's or a rule's pace, not waited for."""
+    return bool(conn.holding)
+
+
+def _queued(conn: Connection) -> int:
+    """Bytes waiting in ``conn``'s client socket's receive queue (0 if it cannot be asked)."""
+    try:
+        answer = fcntl.ioctl(conn.client.socket.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return int.from_bytes(answer, sys.byteorder, signed=True)

@@ -293,6 +293,7 @@ class Proxy(ResendConnection):
         conn = Connection(next(self._ids), route, client)
         self.accepted += 1
         self._live[conn.conn] = conn
+        self._read_up.add(conn)
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
         opened = ConnectionOpened(
             conn=conn.conn,
@@ -410,6 +411,7 @@ class Proxy(ResendConnection):
         self.publish(closed)
 
     def _finish(self, conn: Connection) -> None:
+        self._read_up.remove(conn)
         conn.close_sockets()
         conn.observe_close(
             conn.closed_event(self.now()), functools.partial(self._publish_closed, conn)
