@@ -26,6 +26,7 @@ from .proxy_actions import FaultInjected, InterceptKind, InterceptStep, ProxyAct
 from .session_events import (
     AnswerOf,
     EventsMissed,
+    GapCount,
     ProcessOutput,
     RouteDown,
     SessionEnded,
@@ -46,6 +47,7 @@ __all__ = [
     "FaultInjected",
     "FrameSeen",
     "FramingErrorSeen",
+    "GapCount",
     "GapReason",
     "InterceptKind",
     "InterceptStep",

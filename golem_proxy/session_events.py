@@ -16,6 +16,7 @@ from typing import Optional
 __all__ = [
     "AnswerOf",
     "EventsMissed",
+    "GapCount",
     "ProcessOutput",
     "RouteDown",
     "SessionEnded",
@@ -97,6 +98,19 @@ class SpoolFull:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GapCount:
+    """Of the gaps in what was observed (``unobserved`` rows), those of one reason (a
+    `GapReason` value), counted as `check` counts them (analysis/coverage.py: a restart is one
+    gap, its connections' rows add their bytes): how many, and the bytes they say went by
+    (``bytes_at_least``: only the least that did)."""
+
+    reason: str
+    gaps: int
+    bytes: int
+    bytes_at_least: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionEnded:
     """The session ended in order and its recording is whole: the last line its writer
     writes, after every other, flushed (docs/recording-format.md, ``session-end``). A
@@ -114,4 +128,6 @@ class SessionEnded:
     unanswered: Optional[int] = None
     not_recorded: Optional[int] = None
     """Events the recorder could not keep (the disk fell behind; its ``gap`` lines say where)."""
+    unobserved: tuple[GapCount, ...] = ()
+    """The gaps in what was observed, by reason (empty: none, or the writer did not say)."""
     since_restart: bool = False

@@ -15,9 +15,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..events import Direction, Event, FaultInjected, GapReason, InterceptStep
+from ..events import (
+    Direction,
+    Event,
+    FaultInjected,
+    GapCount,
+    GapReason,
+    InterceptStep,
+    ObservationLost,
+)
+from ..recording.shared_file import gap_counts_json
 from ..terminal import counted, format_size, safe_text
-from .flow import Flow
+from .flow import Flow, gap_size_at_least
 from .reading_notes import stopped_words, unfinished_reasons
 from .trace import FlowReader
 
@@ -48,9 +57,6 @@ class GapTally:
     """``bytes`` is only the least that went by: a gap that adds to it says no more
     (`Flow.size_at_least`: a restart's)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"gaps": self.gaps, "bytes": self.bytes, "bytes_at_least": self.at_least}
-
 
 @dataclass
 class GapsByReason:
@@ -63,16 +69,27 @@ class GapsByReason:
     reasons: dict[str, GapTally] = field(default_factory=dict)
 
     def add(self, flow: Flow) -> None:
-        gap = flow.gap
-        if gap is None or gap.reason is GapReason.EVICTED:
+        if flow.gap is not None:
+            self.add_gap(flow.gap)
+
+    def add_gap(self, gap: ObservationLost) -> None:
+        """Count ``gap``, the event of one row (a live session counts them as they come)."""
+        if gap.reason is GapReason.EVICTED:
             return
-        tally = self.reasons.get(gap.reason.value)
+        gaps = 0 if gap.reason is GapReason.RESTARTED and gap.conn else 1
+        self.count(gap.reason, gaps, gap.size, gap_size_at_least(gap))
+
+    def count(
+        self, reason: GapReason, gaps: int = 1, size: int = 0, at_least: bool = False
+    ) -> None:
+        """Count ``gaps`` of ``reason`` that say ``size`` bytes went by (``at_least``: at
+        least that many)."""
+        tally = self.reasons.get(reason.value)
         if tally is None:
-            tally = self.reasons[gap.reason.value] = GapTally()
-        if not (gap.reason is GapReason.RESTARTED and gap.conn):
-            tally.gaps += 1
-        tally.bytes += gap.size
-        tally.at_least = tally.at_least or flow.size_at_least
+            tally = self.reasons[reason.value] = GapTally()
+        tally.gaps += gaps
+        tally.bytes += size
+        tally.at_least = tally.at_least or at_least
 
     @property
     def gaps(self) -> int:
@@ -87,13 +104,16 @@ class GapsByReason:
         """`bytes` is only the least that went by (`GapTally.at_least`)."""
         return any(tally.at_least for tally in self.reasons.values())
 
+    def counted(self) -> tuple[GapCount, ...]:
+        """Each reason's count, as a ``session-end`` line says them."""
+        return tuple(
+            GapCount(reason=reason, gaps=t.gaps, bytes=t.bytes, bytes_at_least=t.at_least)
+            for reason, t in self.reasons.items()
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "gaps": self.gaps,
-            "bytes": self.bytes,
-            "bytes_at_least": self.bytes_at_least,
-            "by_reason": {reason: tally.to_json() for reason, tally in self.reasons.items()},
-        }
+        """As a ``session-end`` line says them (its ``unobserved``): the same words."""
+        return gap_counts_json(self.counted())
 
 
 def gap_counts_text(gaps: GapsByReason) -> str:

@@ -114,6 +114,9 @@ class ObserverLink(LinkTrail):
         """The connections waiting for the recording, and those that shed."""
         self._shedding = self._holds.shedding  # the same dict, asked of every chunk
         self._room_wanted = trio.Event()
+        self._limit_lowered = trio.Event()
+        """Set when `stall_limit` is lowered (`drained`): the watch sleeping a quarter of the
+        old one wakes to count with the new (`watch_stall`)."""
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
         take them up (`resume`), and for whether a request waits (`answers_waiting`), also
@@ -315,7 +318,11 @@ class ObserverLink(LinkTrail):
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
         seconds while something handed on is outstanding, stop (``on_give_up``)."""
         while not self.stopped:
-            await trio.sleep(self.stall_limit / 4)
+            lowered = self._limit_lowered
+            with trio.move_on_after(self.stall_limit / 4):
+                await lowered.wait()
+            if lowered.is_set():
+                self._limit_lowered = trio.Event()
             if self.ledger.stalled_for() >= self.stall_limit:
                 self._give_up(
                     f"the observing process acknowledged nothing for {self.stall_limit:g} s"
@@ -394,8 +401,9 @@ class ObserverLink(LinkTrail):
     def drained(self) -> None:
         """The observing process decoded what the full spool held: it reads the pipe now,
         and goes as long without acknowledging as without a spool before it counts as stuck
-        (`watch_stall`)."""
+        (`watch_stall`, woken: it may be sleeping a quarter of the spool's limit, 15 s)."""
         self.stall_limit = STALL_LIMIT
+        self._limit_lowered.set()
 
     async def keep_flushing(self) -> None:
         """Until cancelled: when records wait for room, write them as the pipe takes them;

@@ -121,6 +121,8 @@ class ProxySession:
         self.recorder: Optional[Recorder] = None
         self.tally = SessionTally()
         """What the session saw (exchanges, errors, violations), for its closing line."""
+        if config.took_over:
+            self.tally.took_over()
         self.hub.attach_sink(self.tally)
         self._log: Optional[Subscription] = None
         self.finished = trio.Event()
@@ -228,6 +230,7 @@ class ProxySession:
             violations=tally.violations,
             unanswered=tally.unanswered,
             not_recorded=recorder.total_missed,
+            unobserved=tally.gaps.counted(),
             since_restart=since_restart,
         )
 

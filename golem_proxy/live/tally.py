@@ -2,19 +2,26 @@
 
     golem-proxy proxy: recorded 32 exchanges (9 errors, 1 violation) to session.jsonl
 
+and, when observation lost bytes, what `check` would say of them (the gaps, by reason, as
+`show` names their rows)::
+
+    ...to session.jsonl; 3 gaps in what was observed (3 unobserved:behind, 176.0 MiB)
+
 The tally is a sink of the event hub (`EventHub.attach_sink`), so it counts every event the
 recorder is handed, and costs one ``isinstance`` per event: the recording is never read back."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
+from ..analysis.coverage import GapsByReason, gap_counts_text
 from ..events import (
     Event,
     ExchangeCompleted,
     FrameSeen,
     FramingErrorSeen,
+    GapReason,
     ObservationLost,
     ViolationSeen,
 )
@@ -47,6 +54,9 @@ class SessionTally:
     answered_unobserved: int = 0
     """Requests answered by a frame too large to observe, whose id the tap read
     (`ObservationLost.answers`): answered, not exchanges (no answer was inspected)."""
+    gaps: GapsByReason = field(default_factory=GapsByReason)
+    """The gaps in what was observed (``unobserved`` rows), as `check` counts them: the
+    exchanges they hid are in no count above, so the closing line says them apart."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ExchangeCompleted):
@@ -62,8 +72,9 @@ class SessionTally:
                 self.cut_short += 1
             else:
                 self.framing_errors += 1
-        elif isinstance(event, ObservationLost) and event.answers is not None:
-            self.answered_unobserved += 1
+        elif isinstance(event, ObservationLost):
+            self.answered_unobserved += event.answers is not None
+            self.gaps.add_gap(event)
 
     @property
     def unanswered(self) -> int:
@@ -74,6 +85,20 @@ class SessionTally:
     def held_again(self, requests: int) -> None:
         """A process taking over waits again for ``requests`` the recording has in flight."""
         self.requests += requests
+
+    def took_over(self) -> None:
+        """This process took over from an observing process that died: the restart is a gap
+        (its ``observation-restarted`` line, written by the forwarding process, is no event
+        here; the rows of the connections open then are, and add their bytes)."""
+        self.gaps.count(GapReason.RESTARTED)
+
+    def unobserved(self) -> str:
+        """``; 3 gaps in what was observed (3 unobserved:behind, 176.0 MiB)``, as `check`
+        words them, or nothing when observation lost nothing."""
+        gaps = self.gaps
+        if not gaps.reasons:
+            return ""
+        return f"; {counted(gaps.gaps, 'gap')} in what was observed ({gap_counts_text(gaps)})"
 
     def counts(self) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer
@@ -113,17 +138,20 @@ class SessionTally:
         counts are those of an observing process that took over from one that died, not the
         whole session's (its requests without an answer include those in flight when it took
         over: it waited for their answers too). ``cut_short``: why the recording ends with no
-        ``session-end`` line (the session did not end in order), said first."""
+        ``session-end`` line (the session did not end in order), said first. The gaps in what
+        was observed are said last (`unobserved`)."""
         prefix = f"golem-proxy {command}: "
         if since_restart:
             prefix += "since observation restarted, "
         counts = self.counts()
+        unobserved = self.unobserved()
         if record_path is None:
-            return f"{prefix}{counts}, not recorded (no --record)"
+            return f"{prefix}{counts}, not recorded (no --record){unobserved}"
         path = safe_text(record_path)
         if failure is not None:
             return (
                 f"{prefix}saw {counts}; the recording {path} stopped early ({safe_text(failure)})"
+                + unobserved
             )
         if cut_short is not None:
             line = f"{prefix}the recording {path} ends cut short: {cut_short}; {counts} recorded"
@@ -131,4 +159,4 @@ class SessionTally:
             line = f"{prefix}recorded {counts} to {path}"
         if not_recorded:
             line += f"; {counted(not_recorded, 'event')} not recorded (the disk fell behind)"
-        return line
+        return line + unobserved

@@ -26,6 +26,7 @@ from .members import (
     member_choice,
     member_direction,
     member_frame_runs,
+    member_gap_counts,
     member_int,
     member_number,
     member_optional_int,
@@ -229,6 +230,7 @@ class LineDecoder:
                 violations=member_optional_int(data, "violations"),
                 unanswered=member_optional_int(data, "unanswered"),
                 not_recorded=member_optional_int(data, "not_recorded"),
+                unobserved=member_gap_counts(data),
                 since_restart=member_bool(data, "since_restart", False),
             )
             return ended

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from golem_core.messages import JsonId
 
-from ..events import AnswerOf, Direction, RouteDown, ToolCallRef
+from ..events import AnswerOf, Direction, GapCount, RouteDown, ToolCallRef
 from ..frame_runs import FrameRuns
 from ..terminal import safe_text
 from .schema import MAX_INT, RecordingError
@@ -286,3 +286,30 @@ def member_frame_runs(data: dict[str, Any]) -> Optional[FrameRuns]:
             f"frames must be a list of [first, last] frame numbers, not {shown(found)}"
         )
     return tuple((first, last) for first, last in found)
+
+
+def member_gap_counts(data: dict[str, Any], key: str = "unobserved") -> tuple[GapCount, ...]:
+    """A ``session-end`` line's ``unobserved``: the gaps by reason, as `check --json` counts
+    them (``{"gaps": …, "bytes": …, "bytes_at_least": …, "by_reason": {REASON: {"gaps": …,
+    "bytes": …, "bytes_at_least": …}}}``; the totals, the reasons' sums, are not read); ()
+    when absent (no gaps, or a file written before the member). Raises RecordingError for a
+    bad one."""
+    found = data.get(key)
+    if found is None:
+        return ()
+    by_reason = found.get("by_reason") if isinstance(found, dict) else None
+    if not isinstance(by_reason, dict):
+        raise RecordingError(f"{key} must be an object with by_reason, not {shown(found)}")
+    counts = []
+    for reason, tally in by_reason.items():
+        if not isinstance(tally, dict):
+            raise RecordingError(f"{key}'s by_reason must hold objects, not {shown(tally)}")
+        counts.append(
+            GapCount(
+                reason=reason,
+                gaps=member_int(tally, "gaps"),
+                bytes=member_int(tally, "bytes"),
+                bytes_at_least=member_bool(tally, "bytes_at_least", False),
+            )
+        )
+    return tuple(counts)

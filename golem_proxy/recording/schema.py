@@ -191,6 +191,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "violations",
         "unanswered",
         "not_recorded",
+        "unobserved",
         "since_restart",
     ),
     "unobserved": (

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import IO, Optional
+from typing import IO, Any, Optional
 
-from ..events import SessionEnded
+from ..events import GapCount, SessionEnded
 from .files import discard_beside, open_beside, put_in_place, read_side
 from .schema import KIND_MEMBERS, SESSION_END_KIND, dumps
 
@@ -26,6 +26,7 @@ __all__ = [
     "cut_unfinished_line",
     "end_recording",
     "end_session",
+    "gap_counts_json",
     "restart_recording",
     "session_end_line",
     "session_line",
@@ -48,13 +49,34 @@ def session_line(seq: int, t: float, kind: str, detail: str) -> bytes:
 
 def session_end_line(seq: int, ended: SessionEnded) -> bytes:
     """The ``session-end`` line, with its newline: its members in the schema's order, a count
-    only when known, ``since_restart`` only when true."""
+    only when known, ``unobserved`` only when there were gaps, ``since_restart`` only when
+    true."""
     data: dict[str, object] = {"seq": seq, "t": round(ended.t, 6), "kind": SESSION_END_KIND}
     for name in KIND_MEMBERS[SESSION_END_KIND][3:]:
         value = getattr(ended, name)
+        if name == "unobserved":
+            value = gap_counts_json(value) if value else None
         if value is not None and value is not False:
             data[name] = value
     return dumps(data) + b"\n"
+
+
+def gap_counts_json(counts: tuple[GapCount, ...]) -> dict[str, Any]:
+    """``counts`` as `check --json` says the gaps it did not inspect (its ``unobserved``):
+    the totals, then each reason's."""
+    return {
+        "gaps": sum(count.gaps for count in counts),
+        "bytes": sum(count.bytes for count in counts),
+        "bytes_at_least": any(count.bytes_at_least for count in counts),
+        "by_reason": {
+            count.reason: {
+                "gaps": count.gaps,
+                "bytes": count.bytes,
+                "bytes_at_least": count.bytes_at_least,
+            }
+            for count in counts
+        },
+    }
 
 
 @dataclass

@@ -8,12 +8,15 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from golem_proxy.analysis.reading_notes import reading_notes
 from golem_proxy.analysis.trace import open_flows
-from golem_proxy.events import SessionEnded
+from golem_proxy.events import GapCount, SessionEnded
 from golem_proxy.recording.format import (
     SESSION_END_PROMISE,
     Header,
+    RecordingError,
     RecordingReader,
     RecordingWriter,
     read_recording,
@@ -186,3 +189,43 @@ def test_the_forwarding_process_tells_a_recording_ended_in_order(tmp_path: Path)
         assert not ends_with_session_end(record)
     finally:
         record.close()
+
+
+def test_the_gaps_in_what_was_observed_are_counted_as_check_counts_them(tmp_path: Path) -> None:
+    path = tmp_path / "ended.jsonl"
+    gaps = (
+        GapCount(reason="behind", gaps=3, bytes=184552888),
+        GapCount(reason="restarted", gaps=1, bytes=2560, bytes_at_least=True),
+    )
+    ended = dataclasses.replace(ENDED, unobserved=gaps)
+    with RecordingWriter.create(str(path), promising(golem_header())) as writer:
+        writer.write(ended)
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    assert last["unobserved"] == {
+        "gaps": 4,
+        "bytes": 184555448,
+        "bytes_at_least": True,
+        "by_reason": {
+            "behind": {"gaps": 3, "bytes": 184552888, "bytes_at_least": False},
+            "restarted": {"gaps": 1, "bytes": 2560, "bytes_at_least": True},
+        },
+    }
+    assert list(last)[-1] == "unobserved"  # after the counts, as the schema orders them
+    assert read_recording(str(path)).events[-1] == ended
+
+
+def test_a_line_without_gaps_or_from_before_them_reads_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "ended.jsonl"
+    _write(path, promising(golem_header()), ended=True)
+    assert b"unobserved" not in path.read_bytes().splitlines()[-1]
+    assert read_recording(str(path)).events[-1].unobserved == ()  # type: ignore[union-attr]
+
+
+def test_a_bad_count_of_gaps_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "ended.jsonl"
+    _write(path, promising(golem_header()), ended=True)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace(b'"not_recorded":0', b'"not_recorded":0,"unobserved":[3]')
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(RecordingError, match="unobserved must be an object with by_reason"):
+        read_recording(str(path))
