@@ -150,10 +150,12 @@ def add_observer(
         "--observer-spool",
         action="store_true",
         help="with --observer child-process and a recording: hand every forwarded byte to the "
-        "observing process through a file beside the recording (REC.spool) instead of waiting "
-        "for it to decode: forwarding runs at the relay's pace, the recording's lines trail "
-        "the wire, and at the end the proxy waits until they are all written, then removes "
-        "the spool (it costs a second write of every byte, and disk up to --spool-limit)",
+        "observing process through a spool file (REC.spool links to it: on a memory file "
+        "system, /dev/shm, where there is one; GOLEM_PROXY_SPOOL_DIR chooses) instead of "
+        "waiting for it to decode: forwarding runs at the relay's pace, the recording's lines "
+        "trail the wire, and at the end the proxy waits until they are all written, then "
+        "removes the spool (it costs a second write of every byte, and memory, or disk, up to "
+        "--spool-limit)",
     )
     parser.add_argument(
         "--spool-limit",

@@ -23,7 +23,7 @@ from rich.text import Text
 from ..analysis.filters import FilterError
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from .frame_editor import console_edit, editor_command
 from .intercept import Accept, Answer, Decision, Drop, Edit, InterceptEngine, InterceptError
 
@@ -104,7 +104,8 @@ class InterceptConsole:
         if command in ("help", "h", "?"):
             return [Text(HELP)]
         if command == "A" or (command in ("accept", "a") and rest == ["all"]):
-            return [Text(f"accepted {self.engine.accept_all()} held frames", "green")]
+            accepted = self.engine.accept_all()
+            return [Text(f"accepted {counted(accepted, 'held frame')}", "green")]
         if command == "filter":
             return self._filter(line.strip()[len("filter") :].strip())
         actions: dict[str, Callable[[Optional[bytes]], Optional[Decision]]] = {
