@@ -82,7 +82,10 @@ class Connection(HandsToInspection):
         default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
     )
     client_reader: Optional[ChunkReader] = None
-    """What its pump reads the client's bytes with (read_up.py asks whether it waits)."""
+    """What its pump reads the client's bytes with (read_up.py: how far it read)."""
+    decided_at_read: bool = False
+    """Its pump marks the client's frames as they are read (`arrived`), before it holds or
+    forwards them (fault_relay.py): the session's decision about them is taken at the read."""
     reason: str = ""
     abnormal: bool = False
     last_activity: float = 0.0

@@ -102,6 +102,7 @@ class FaultRelay(FaultActing, InterceptHolding):
         self._pumped: set[Direction] = set()
         """The directions whose pumps returned."""
         client = conn.client_reader = ChunkReader(conn.client.socket.fileno())
+        conn.decided_at_read = True  # `arrived` at each read, read on behind a held frame too
         self.read_on = ReadOn(client, now, self._arrived, read_on)
         """What the client sends while the request pump holds a frame, read as it comes."""
 

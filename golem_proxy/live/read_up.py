@@ -23,14 +23,15 @@ handed on after the result.
 The wait includes the recording's hold on such a connection (``--observer child-process``
 takes a connection's next bytes only once the recording is close enough behind it): a server
 writing its routes all the time while the recording trails paces its stdio hop so (the order
-the views show is the wire's). Not waited for: a connection whose frame the proxy holds
-(``--intercept``, ``--fault delay``: a person's or a rule's pace), and one that outlasted a
-wait (`READ_UP_WAIT`: its upstream not taking bytes, a stalled recording) until it is seen
-idle again, so that costs the hop one wait, not one per chunk. Bytes written after the
-stdio chunk, in the instant before the look, may be taken along: a look a few microseconds
-late, against a whole scheduling round without it. The epoll set is made at the first look
-(sessions without a stdio hop pay nothing) and kept by the relay as connections open and
-close.
+the views show is the wire's). Where the proxy holds a frame (``--fault delay``,
+``--intercept``) its pump reads on behind it, marking each frame as it reads it (read_on.py,
+`Connection.arrived`), so what it read is decided however long it holds it: read is far
+enough there. Not waited for: one that outlasted a wait (`READ_UP_WAIT`: its upstream not
+taking bytes, a stalled recording) until it is seen idle again, so that costs the hop one
+wait, not one per chunk. Bytes written after the stdio chunk, in the instant before the look,
+may be taken along: a look a few microseconds late, against a whole scheduling round without
+it. The epoll set is made at the first look (sessions without a stdio hop pay nothing) and
+kept by the relay as connections open and close.
 """
 
 from __future__ import annotations
@@ -121,9 +122,9 @@ class ReadUp:
     def _targets(self, live: dict[int, Connection], readable: set[int]) -> dict[int, int]:
         """Of ``readable``, the live connections to wait for, with how many bytes their pump
         must have handed on (`Connection.sent`) for what their socket holds now to be: those
-        it read already and those waiting in the kernel. Not waited for: a connection whose
-        frame the proxy holds (``--intercept``, ``--fault delay``: a person's or a rule's
-        pace), nor one that outlasted a wait until it was seen idle since (`_slow`)."""
+        it read already and those waiting in the kernel. Not waited for: a pump holding a
+        frame that does not read on (`_held`), nor one that outlasted a wait until it was
+        seen idle since (`_slow`)."""
         targets: dict[int, int] = {}
         for number in readable:
             conn = live.get(number)
@@ -170,16 +171,27 @@ class ReadUp:
                     if (held := live.get(number)) is not None
                     and not held.eof[Direction.C2S]
                     and not _held(held)
-                    and held.sent[Direction.C2S] < target
+                    and _handed_on(held) < target
                 }
             return
         self._slow.update(targets)
 
 
 def _held(conn: Connection) -> bool:
-    """Whether ``conn``'s pump holds a frame of the proxy's (``--intercept``, ``--fault
-    delay``): a person's or a rule's pace, not waited for."""
-    return bool(conn.holding)
+    """Whether ``conn``'s pump holds a frame for a person or a rule and would not read on
+    (none does that marks its frames as it reads them: `Connection.decided_at_read`)."""
+    return bool(conn.holding) and not conn.decided_at_read
+
+
+def _handed_on(conn: Connection) -> int:
+    """How far ``conn``'s client stream has been handed on, as far as attribution goes: what
+    was forwarded and handed on with it (`Connection.sent`); while the pump holds a frame and
+    reads on behind it marking each read's frames as they arrive (the fault and intercept
+    pumps: `Connection.arrived`), what was read."""
+    reader = conn.client_reader
+    if conn.holding and conn.decided_at_read and reader is not None:
+        return max(reader.taken, conn.sent[Direction.C2S])
+    return conn.sent[Direction.C2S]
 
 
 def _queued(conn: Connection) -> int:
