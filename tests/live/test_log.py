@@ -269,7 +269,9 @@ def test_a_full_spool_is_said_whatever_the_verbosity() -> None:
     assert (
         "the spool was full (--spool-limit 16 MiB) and the session went on without it: up to "
         "this point it held everything forwarded (a kill -9 would have lost no line, "
-        "golem-proxy recover rebuilds them); from this point forwarding waits for the "
-        "recording again, and once the recording caught up with what the spool held (the "
-        "spool stays until then) a kill -9 loses at most ~100 ms of lines"
+        "golem-proxy recover rebuilds them); from this point the session went on through "
+        "the pipe without waiting while the recording caught up with what the spool held "
+        "(the spool stays until then; a kill -9 meanwhile loses what was forwarded after "
+        "this point), then forwarding waits for the recording again and a kill -9 loses at "
+        "most ~100 ms of lines"
     ) in lines[0]
