@@ -22,7 +22,10 @@ from typing import Any, Optional
 from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
     R_ANSWER_OF_ANOTHER,
+    R_ARGUMENTS,
+    R_ARGUMENTS_UNCHECKED,
     R_STDOUT,
+    R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     SessionOrder,
     content_violations,
@@ -31,6 +34,7 @@ from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request
 from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FrameSeen
+from ..live.redact_paths import REDACTED
 from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
 from .flows import Flow
@@ -44,7 +48,7 @@ from .schema_checks import (
 )
 from .tool_calls import attribution_refs
 
-__all__ = ["MAX_PENDING", "McpAuditor"]
+__all__ = ["MAX_PENDING", "SCHEMA_RULES", "McpAuditor", "calls_of_placeholders"]
 
 MAX_PENDING = 10_000
 TOOLS_LIST = "tools/list"
@@ -104,6 +108,13 @@ class McpAuditor:
         self.unchecked = 0
         """Calls made before any ``tools/list`` past `MAX_PENDING`: their arguments are not
         checked (reported by `check` as a note, never silently)."""
+        self.redacted_names = 0
+        """Calls not checked against a schema because ``--redact`` hid a tool's name: the
+        call's own (a rule scoped to ``tools/call:params.name``), or the listing's, so that
+        the tool called may be one listed under `REDACTED` (reported by `check` as a note).
+        A placeholder is no tool's name: it is never looked up, nor listed."""
+        self._listed_redacted = False
+        """Whether the listing learned held a tool whose name was redacted."""
 
     def take_up(self, conn: int, order: SessionOrder) -> None:
         """Follow ``conn``'s session on from ``order`` (what was known of it before a gap:
@@ -237,6 +248,9 @@ class McpAuditor:
         name = params.get("name")
         if not isinstance(name, str):
             return []  # the envelope rules say what is wrong with it
+        if REDACTED in name:
+            self.redacted_names += 1
+            return []
         call = _Call(flow.number, flow.conn, name, params.get("arguments", {}), whole)
         if self._schemas is None:
             if len(self._pending) < MAX_PENDING:
@@ -254,6 +268,9 @@ class McpAuditor:
         schemas: dict[str, Any] = {}
         for tool in tools if isinstance(tools, list) else ():
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                if REDACTED in tool["name"]:
+                    self._listed_redacted = True
+                    continue
                 schemas[tool["name"]] = tool.get("inputSchema")
         self._schemas = schemas
         # check walks each schema whole: one sent to the worker without a regular expression
@@ -266,6 +283,9 @@ class McpAuditor:
     def _check_call(self, call: _Call) -> Iterator[Finding]:
         assert self._schemas is not None
         if call.tool not in self._schemas:
+            if self._listed_redacted:
+                self.redacted_names += 1  # it may be a tool listed under the placeholder
+                return
             text = f"no tool {call.tool[:60]!r} in the recorded tools/list"
             yield self._at(violation(R_UNKNOWN_TOOL, text, "$.params.name"), call)
             return
@@ -307,6 +327,27 @@ class McpAuditor:
             SOURCE,
             proxy_by(flow, direction, found),
         )
+
+
+SCHEMA_RULES = frozenset(
+    rule.id for rule in (R_ARGUMENTS, R_ARGUMENTS_UNCHECKED, R_UNDECLARED_ARGUMENT, R_UNKNOWN_TOOL)
+)
+"""The rules that look a call's tool up in the listing, and hold its arguments to its
+schema."""
+
+
+def calls_of_placeholders(flows: Sequence[Flow]) -> set[int]:
+    """The flows among ``flows`` of a ``tools/call`` whose tool's name was redacted: a
+    recording made before `McpAuditor` told a placeholder from a tool holds violations of
+    `SCHEMA_RULES` on them, which name no tool."""
+    found: set[int] = set()
+    for flow in flows:
+        message = flow.request.message if flow.request is not None else None
+        if isinstance(message, Request) and message.method == TOOLS_CALL:
+            name = message.params.get("name") if isinstance(message.params, dict) else None
+            if isinstance(name, str) and REDACTED in name:
+                found.add(flow.number)
+    return found
 
 
 def _id_key(ident: Any) -> tuple[str, Any]:

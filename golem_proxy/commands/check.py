@@ -17,7 +17,7 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, g
 from ..analysis.coverage import Coverage
 from ..analysis.drift import DriftCollector
 from ..analysis.flow import Flow
-from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
+from ..analysis.mcp_audit import MAX_PENDING, SCHEMA_RULES, McpAuditor, calls_of_placeholders
 from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, json_text, open_flows
@@ -112,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
         text = (
             f"note: {mcp.unchecked} tools/call made before any tools/list, past the first "
             f"{MAX_PENDING}: their arguments were not checked against a schema"
+        )
+        console(stderr=True).print(Text(text, style="yellow"))
+    if mcp.redacted_names:
+        text = (
+            f"note: {mcp.redacted_names} tools/call not checked against a tool's "
+            "inputSchema: --redact hid the tool's name (in the call, or in the tools/list "
+            "it would be found in)"
         )
         console(stderr=True).print(Text(text, style="yellow"))
     drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
@@ -223,7 +230,10 @@ def _audit(
                         (flow.number, flow.failure(trace.profile_for(flow.route)), flow.stderr)
                     )
         found_again = mcp.feed(flows)
+        placeholders = calls_of_placeholders(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):
+            if finding.flow in placeholders and finding.rule in SCHEMA_RULES:
+                continue  # recorded taking a redacted name for a tool: `mcp.redacted_names`
             if finding.rule.startswith(MCP_RULES):  # recorded as the session ran
                 recorded_mcp.add(_mcp_key(finding))
             if finding.flow is None:  # the same report may come in two pieces: keep one

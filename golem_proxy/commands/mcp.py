@@ -26,7 +26,7 @@ from golem_core.profiles import GOLEM, MCP
 from ..live.attribution import ToolCallTracker
 from ..live.connection_attribution import ConnectionAttribution
 from ..live.log_output import MCP_CLOSE_TIMEOUT, TerminalOutput, print_closing
-from ..live.redact import tool_call_counterpart
+from ..live.redact_names import names_spared, tool_call_counterpart
 from ..live.session import SessionConfig
 from ..live.stdio_child import ChildStartError
 from ..net.addresses import Address, Route
@@ -203,23 +203,26 @@ def _warn_of_golem_only_rules(rules: tuple[str, ...]) -> None:
     """One line on stderr for each ``--redact`` rule that hides a GOLEM request's parameter
     but nothing of the tool call it came from: the MCP hop carries the call first, under
     ``params.arguments``, and would record the value in clear. The rule that would hide it
-    there is named, not added: which argument a server makes which parameter of is its own."""
+    there is named, not added: which argument a server makes which parameter of is its own.
+    And one for each rule for every method whose path is, on the MCP hop, a tool's or a
+    prompt's name, which it leaves alone (`redact_names`)."""
     for rule in rules:
         try:
             counterpart = tool_call_counterpart(rule)
+            spared = names_spared(rule)
         except ValueError:
             continue  # the session refuses it, saying why
-        if counterpart is None:
-            continue
-        where = rule.partition(":")[2] if ":" in rule else rule
-        sys.stderr.write(
-            safe_text(
-                f"golem-proxy: mcp: --redact {rule} hides GOLEM's {where}; the tool call's "
-                f"arguments are params.arguments.*: add --redact {counterpart} to hide it "
-                "there too"
+        lines: list[str] = []
+        if counterpart is not None:
+            where = rule.partition(":")[2] if ":" in rule else rule
+            lines.append(
+                f"hides GOLEM's {where}; the tool call's arguments are params.arguments.*: "
+                f"add --redact {counterpart} to hide it there too"
             )
-            + "\n"
-        )
+        if spared is not None:
+            lines.append(spared)
+        for line in lines:
+            sys.stderr.write(safe_text(f"golem-proxy: mcp: --redact {rule} {line}") + "\n")
     sys.stderr.flush()
 
 

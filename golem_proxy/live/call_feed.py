@@ -36,6 +36,7 @@ from golem_core.profiles.mcp import CANCELLED, MCP_CAP
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..net.addresses import Address
 from .redact import Redactor
+from .redact_names import spared_by_rules
 
 __all__ = ["ACK_WITHIN", "CallFeed"]
 
@@ -88,7 +89,8 @@ class CallFeed:
             if obj.get("method") != "tools/call" or "id" not in obj:
                 continue
             if self._redactor:
-                obj, _ = self._redactor.apply(obj, "tools/call")
+                spared = spared_by_rules(obj, "tools/call", tool_layer=True)
+                obj, _ = self._redactor.apply(obj, "tools/call", None, spared)
             params = obj.get("params")
             params = params if isinstance(params, dict) else {}
             ident = json.dumps(obj["id"])

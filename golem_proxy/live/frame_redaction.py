@@ -17,6 +17,7 @@ from golem_core.messages import Malformed, MalformedKind, Message, Role
 from golem_core.profiles import Profile
 
 from .redact import REDACTED, Echoes, Redactor, worth_chasing
+from .redact_names import kept_from_echoes, spared_by_rules
 from .tap_parse import encode_redacted
 
 __all__ = ["FrameRedaction", "RedactedFrame", "values_replaced"]
@@ -74,11 +75,12 @@ class FrameRedaction:
         if message.obj is not None:
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []
-            obj, redacted = self.redactor.apply(full.obj, method, replaced)
+            spared = spared_by_rules(full.obj, method, self.profile.tool_layer)
+            obj, redacted = self.redactor.apply(full.obj, method, replaced, spared)
             learned = worth_chasing(replaced)
             echoes.remember(learned)
             if echoes and echoes.might_be_in(payload):
-                obj, echoed = echoes.scrub(obj)
+                obj, echoed = echoes.scrub(obj, kept_from_echoes(obj, spared))
                 if echoed:
                     redacted = (*redacted, "echo")
             if redacted:
@@ -132,11 +134,13 @@ def values_replaced(
     if message.obj is None:
         return ()
     if elided:
-        if not redactor.apply(message.obj, method)[1]:
+        spared = spared_by_rules(message.obj, method, profile.tool_layer)
+        if not redactor.apply(message.obj, method, None, spared)[1]:
             return ()
         message = profile.parse(payload, role)
         if message.obj is None:
             return ()
     replaced: list[str] = []
-    redactor.apply(message.obj, method, replaced)
+    spared = spared_by_rules(message.obj, method, profile.tool_layer)
+    redactor.apply(message.obj, method, replaced, spared)
     return worth_chasing(replaced)

@@ -19,9 +19,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from . import redact_paths as paths
+from .redact_paths import REDACTED, Place, strings_in
 
 __all__ = [
     "REDACTED",
@@ -30,7 +33,6 @@ __all__ = [
     "Redactor",
     "parse_rule",
     "strings_in",
-    "tool_call_counterpart",
     "worth_chasing",
 ]
 
@@ -39,7 +41,6 @@ MIN_ECHO = 4
 MAX_ECHOES = 256
 """Remembered values per connection (the oldest are forgotten past this)."""
 
-REDACTED = "«redacted»"
 _REDACTED_BYTES = REDACTED.encode()
 REDACTED_ESCAPED = json.dumps(REDACTED)[1:-1]
 """`REDACTED` as an ASCII-only JSON writer puts it in a string (``\u00abredacted\u00bb``)."""
@@ -71,30 +72,6 @@ def parse_rule(text: str) -> RedactRule:
     return RedactRule(text, method or None, segments)
 
 
-TOOL_CALL_ARGUMENTS = ("tools/call", "params", "arguments")
-"""Where an MCP tool call holds the arguments a server makes a plugin's request of."""
-
-
-def tool_call_counterpart(text: str) -> Optional[str]:
-    """For a rule of ``golem-proxy mcp`` that hides a request's ``params`` member on the GOLEM
-    routes but reaches nothing on the MCP hop (``params.code``, or one scoped to a GOLEM
-    method), the rule that hides the same name among a tool call's arguments
-    (``tools/call:params.arguments.code``); None for any other rule. Only a suggestion: which
-    argument becomes which parameter is the server's business, and is not guessed here.
-    Raises ValueError as `parse_rule`."""
-    rule = parse_rule(text)
-    segments = rule.segments
-    if segments[0] != "params":
-        return None  # an answer's value is hidden on the MCP hop once the plugin's had it
-    if rule.method is None:
-        if len(segments) == 1 or segments[1] in ("arguments", "*"):
-            return None  # all of params, or already the MCP hop's arguments
-    elif "/" in rule.method or rule.method == "initialize":
-        return None  # scoped to an MCP method
-    method, params, arguments = TOOL_CALL_ARGUMENTS
-    return ".".join((f"{method}:{params}", arguments, *segments[1:]))
-
-
 class Redactor:
     """Applies redaction rules to message objects, and keeps the values they replaced in the
     session (`echoes`): one is made per session and process, and serves every connection."""
@@ -109,21 +86,36 @@ class Redactor:
         return bool(self.rules)
 
     def apply(
-        self, obj: Any, method: Optional[str], found: Optional[list[str]] = None
+        self,
+        obj: Any,
+        method: Optional[str],
+        found: Optional[list[str]] = None,
+        spared: Collection[Place] = (),
     ) -> tuple[Any, tuple[str, ...]]:
         """Return ``(redacted copy, rules that matched)``; the input is never modified. When
         nothing matches, the same object and ``()`` come back. The string values replaced
-        are appended to ``found`` when it is given."""
+        are appended to ``found`` when it is given. A rule for every method (no ``METHOD:``)
+        leaves the ``spared`` places as they are (the tool an MCP call names: the protocol's
+        name for what is called, not a value of the call); a rule scoped to the method
+        replaces them too."""
         matched: list[str] = []
         result = obj
         for rule in self.rules:
             if rule.method is not None and rule.method != method:
                 continue
-            if not _has_path(result, rule.segments):
+            if not paths.has_path(result, rule.segments):
                 continue
-            if found is not None:
-                found.extend(strings_in(_values(result, rule.segments)))
-            result = _redacted(result, rule.segments)
+            if rule.method is None and spared:
+                found_at = [p for p in paths.places(result, rule.segments) if p not in spared]
+                if not found_at:
+                    continue
+                if found is not None:
+                    found.extend(strings_in([paths.at(result, p) for p in found_at]))
+                result = paths.replaced_at(result, found_at)
+            else:
+                if found is not None:
+                    found.extend(strings_in(paths.values(result, rule.segments)))
+                result = paths.redacted(result, rule.segments)
             matched.append(rule.text)
         return result, tuple(matched)
 
@@ -207,11 +199,13 @@ class Echoes:
                 return True  # another encoder may escape it otherwise: the walk decides
         return False
 
-    def scrub(self, obj: Any) -> tuple[Any, bool]:
+    def scrub(self, obj: Any, kept: Collection[Place] = ()) -> tuple[Any, bool]:
         """``obj`` with every remembered value replaced inside its strings (keys too), in each
-        of its forms; whether any was. ``obj`` is never modified: the containers on the way to
-        a string replaced are copied, the rest shared (a copy of every container cost a large
-        frame its size again)."""
+        of its forms; whether any was. The ``kept`` places are left as they are, and the keys
+        on the way to them (a message's method, the tool an MCP call names: a value hidden
+        elsewhere may be a word of them, a layer named ``create_layer``). ``obj`` is never
+        modified: the containers on the way to a string replaced are copied, the rest shared
+        (a copy of every container cost a large frame its size again)."""
         pairs = self._forms_by_length()
 
         def clean(text: str) -> str:
@@ -225,7 +219,7 @@ class Echoes:
                     text = text.replace(form, new)
             return text
 
-        return _rebuilt(obj, clean)
+        return _rebuilt(obj, clean, kept)
 
     def scrub_bytes(self, payload: bytes) -> bytes:
         """``payload`` with every remembered value's forms replaced in UTF-8, for bytes that
@@ -299,12 +293,13 @@ _END = object()
 
 class _Level:
     """A container being walked by `_rebuilt`: its children so far, copied (``out``) once one
-    of them changed."""
+    of them changed; its ``place`` when a kept place may be below it (else None)."""
 
-    __slots__ = ("children", "done", "key", "key_changed", "node", "out")
+    __slots__ = ("children", "done", "key", "key_changed", "node", "out", "place")
 
-    def __init__(self, node: Any) -> None:
+    def __init__(self, node: Any, place: Optional[Place] = None) -> None:
         self.node = node
+        self.place = place
         self.children = iter(node.items()) if isinstance(node, dict) else iter(node)
         self.done = 0
         self.out: Any = None
@@ -327,16 +322,20 @@ class _Level:
         self.done += 1
 
 
-def _rebuilt(obj: Any, clean: Callable[[str], str]) -> tuple[Any, bool]:
-    """``obj`` with ``clean`` applied to its strings and keys, and whether it changed any:
-    without recursion, since a message nests as deep as its peer likes (a recursive walk gave
-    up past ~500 levels, and the echo was recorded as it came)."""
+def _rebuilt(
+    obj: Any, clean: Callable[[str], str], kept: Collection[Place] = ()
+) -> tuple[Any, bool]:
+    """``obj`` with ``clean`` applied to its strings and keys but the ``kept`` places and the
+    keys on the way to them, and whether it changed any: without recursion, since a message
+    nests as deep as its peer likes (a recursive walk gave up past ~500 levels, and the echo
+    was recorded as it came)."""
     if isinstance(obj, str):
         text = clean(obj)
         return text, text is not obj
     if not isinstance(obj, (dict, list)):
         return obj, False
-    stack = [_Level(obj)]
+    on_the_way = {place[:end] for place in kept for end in range(1, len(place))}
+    stack = [_Level(obj, () if kept else None)]
     while True:
         level = stack[-1]
         child: Any = next(level.children, _END)
@@ -350,76 +349,26 @@ def _rebuilt(obj: Any, clean: Callable[[str], str]) -> tuple[Any, bool]:
             continue
         key: Any = None
         key_changed = False
+        place: Optional[Place] = None
         if isinstance(level.node, dict):
             key, child = child
-            if isinstance(key, str):
-                cleaned = clean(key)
-                key_changed, key = cleaned is not key, cleaned
+            if level.place is not None:
+                place = (*level.place, key)
+        elif level.place is not None:
+            place = (*level.place, level.done)
+        if place is not None and place in kept:
+            level.put(key, child, False)
+            continue
+        if place is not None and place not in on_the_way:
+            place = None  # nothing kept below: the walk no longer follows where it is
+        if isinstance(key, str) and place is None:
+            cleaned = clean(key)
+            key_changed, key = cleaned is not key, cleaned
         if isinstance(child, (dict, list)) and child:
             level.key, level.key_changed = key, key_changed
-            stack.append(_Level(child))
+            stack.append(_Level(child, place))
         elif isinstance(child, str):
             text = clean(child)
             level.put(key, text, key_changed or text is not child)
         else:
             level.put(key, child, key_changed)
-
-
-def _values(node: Any, segments: tuple[str, ...]) -> list[Any]:
-    """The values at ``segments`` in ``node``."""
-    pairs = _children(node, segments[0])
-    if len(segments) == 1:
-        return [container[key] for container, key in pairs]
-    found: list[Any] = []
-    for container, key in pairs:
-        found.extend(_values(container[key], segments[1:]))
-    return found
-
-
-def strings_in(values: list[Any]) -> list[str]:
-    """Every string in ``values`` (inside containers too)."""
-    out: list[str] = []
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return out
-
-
-def _children(node: Any, segment: str) -> list[tuple[Any, Any]]:
-    """(container, key) pairs that ``segment`` selects in ``node``."""
-    if isinstance(node, dict):
-        if segment == "*":
-            return [(node, key) for key in node]
-        return [(node, segment)] if segment in node else []
-    if isinstance(node, list):
-        if segment == "*":
-            return [(node, index) for index in range(len(node))]
-        if segment.isdigit() and int(segment) < len(node):
-            return [(node, int(segment))]
-    return []
-
-
-def _has_path(node: Any, segments: tuple[str, ...]) -> bool:
-    pairs = _children(node, segments[0])
-    if len(segments) == 1:
-        return bool(pairs)
-    return any(_has_path(container[key], segments[1:]) for container, key in pairs)
-
-
-def _redacted(node: Any, segments: tuple[str, ...]) -> Any:
-    """A copy of ``node`` with the values at ``segments`` replaced. Only the containers on the
-    rule's path are copied: a deep copy of the whole message would recurse as deep as the
-    message nests, and a client could crash the tap with a few hundred nested arrays."""
-    pairs = _children(node, segments[0])
-    if not pairs:
-        return node
-    out: Any = dict(node) if isinstance(node, dict) else list(node)
-    for _, key in pairs:
-        out[key] = REDACTED if len(segments) == 1 else _redacted(node[key], segments[1:])
-    return out
