@@ -86,6 +86,9 @@ class Connection(HandsToInspection):
     decided_at_read: bool = False
     """Its pump marks the client's frames as they are read (`arrived`), before it holds or
     forwards them (fault_relay.py): the session's decision about them is taken at the read."""
+    marked_through: int = 0
+    """With `decided_at_read`: how far into the client's stream (`ChunkReader.taken`) its
+    frames were marked as they arrived."""
     reason: str = ""
     abnormal: bool = False
     last_activity: float = 0.0

@@ -158,6 +158,7 @@ class FaultRelay(FaultActing, InterceptHolding):
                     # The frames this completes may go on later (held, delayed, or behind
                     # one that is): what is decided about them as they arrive is decided now.
                     conn.arrived(direction, sent_at)
+                    conn.marked_through = reader.taken
             else:
                 decoder.receive_eof()
             pending = decoder.events()
@@ -200,6 +201,7 @@ class FaultRelay(FaultActing, InterceptHolding):
         """The request pump read on at ``t``, behind a frame it holds (`ReadOn`)."""
         self.conn.last_activity = trio.current_time()
         self.conn.arrived(Direction.C2S, t)
+        self.conn.marked_through = self.read_on.reader.taken
 
     async def _wait(self, direction: Direction, seconds: float) -> float:
         """Hold ``direction``'s pump ``seconds`` (a ``delay``, a ``slice``'s gap): the

@@ -15,23 +15,25 @@ receive queue by the time the chunk is read (loopback delivers a write at once).
 reading a chunk and before handing it on, the stdio hop looks (one ``epoll_wait`` over the
 routes' client sockets) for sockets holding bytes, counts how far each one's stream then
 reaches (what its pump read, `ChunkReader.taken`, and what the kernel queues, ``FIONREAD``),
-and waits until each pump has handed that far on (`Connection.sent`). What a server wrote
+and waits until each pump has handed that far on (`Connection.sent`); so too for a pump that
+read bytes and yields before it hands them on (the fault and intercept pumps). What a server wrote
 beyond its receive queue waits in its own send queue, unseen: of a request larger than the
 queue (a few hundred KiB on loopback) written just before the result, the rest may still be
 handed on after the result.
 
 The wait includes the recording's hold on such a connection (``--observer child-process``
-takes a connection's next bytes only once the recording is close enough behind it): a server
-writing its routes all the time while the recording trails paces its stdio hop so (the order
-the views show is the wire's). Where the proxy holds a frame (``--fault delay``,
-``--intercept``) its pump reads on behind it, marking each frame as it reads it (read_on.py,
-`Connection.arrived`), so what it read is decided however long it holds it: read is far
-enough there. Not waited for: one that outlasted a wait (`READ_UP_WAIT`: its upstream not
-taking bytes, a stalled recording) until it is seen idle again, so that costs the hop one
-wait, not one per chunk. Bytes written after the stdio chunk, in the instant before the look,
-may be taken along: a look a few microseconds late, against a whole scheduling round without
-it. The epoll set is made at the first look (sessions without a stdio hop pay nothing) and
-kept by the relay as connections open and close.
+takes a connection's next bytes only once the recording is close enough behind it), for
+`TRAIL_WAIT` at most: a server writing its routes all the time while the recording trails
+would pace its stdio hop by the recording, so such a connection is then let be until it is
+idle again (what it wrote meanwhile may be decoded after the hop's chunk). Where the proxy
+holds a frame (``--fault delay``, ``--intercept``) its pump reads on behind it, marking each
+frame as it reads it (read_on.py, `Connection.arrived`), so what it read is decided however
+long it holds it: marked is far enough there. Not waited for: one that outlasted a wait
+(`READ_UP_WAIT`: its upstream not taking bytes) until it is seen idle again, so that costs the
+hop one wait, not one per chunk. Bytes written after the stdio chunk, in the instant before
+the look, may be taken along: a look a few microseconds late, against a whole scheduling round
+without it. The epoll set is made at the first look (sessions without a stdio hop pay
+nothing) and kept by the relay as connections open and close.
 """
 
 from __future__ import annotations
@@ -48,10 +50,15 @@ import trio
 from ..events import Direction
 from .connection import Connection
 
-__all__ = ["READ_UP_WAIT", "ReadUp"]
+__all__ = ["READ_UP_WAIT", "TRAIL_WAIT", "ReadUp"]
 
 READ_UP_WAIT = 0.25
 """Seconds the stdio hop waits at most for the routes' pumps to read what waits for them."""
+TRAIL_WAIT = 0.05
+"""Seconds it waits at most for a pump the recording's trail holds: a server writing its
+routes all the time would otherwise pace its stdio hop by the recording, each chunk waiting
+tens of ms (such a connection is then let be until it is seen idle, as one that outlasted
+`READ_UP_WAIT`)."""
 _SPIN_ROUNDS = 16
 """Scheduling rounds yielded for before sleeping between looks."""
 _BACKED_OFF_STEP = 0.002
@@ -120,19 +127,23 @@ class ReadUp:
         return readable
 
     def _targets(self, live: dict[int, Connection], readable: set[int]) -> dict[int, int]:
-        """Of ``readable``, the live connections to wait for, with how many bytes their pump
-        must have handed on (`Connection.sent`) for what their socket holds now to be: those
-        it read already and those waiting in the kernel. Not waited for: a pump holding a
-        frame that does not read on (`_held`), nor one that outlasted a wait until it was
-        seen idle since (`_slow`)."""
+        """The live connections to wait for, with how far their pump must have handed their
+        client's stream on (`_handed_on`) for what it held at the look to be: those whose
+        socket holds bytes (what the pump read already and what waits in the kernel), and
+        those whose pump read bytes it has not handed on yet (a pump that yields between
+        its read and its hand-on: the fault and intercept pumps). Not waited for: a pump
+        holding a frame that does not read on (`_held`), nor one that outlasted a wait until
+        it was seen idle since (`_slow`)."""
         targets: dict[int, int] = {}
-        for number in readable:
-            conn = live.get(number)
-            if conn is None or _held(conn) or number in self._slow:
-                continue
+        for number, conn in live.items():
             reader = conn.client_reader
             taken = 0 if reader is None else reader.taken
-            targets[number] = taken + _queued(conn)
+            unread = number in readable
+            if not unread and taken <= _handed_on(conn):
+                continue  # as a rule: an attribute or two a connection
+            if _held(conn) or number in self._slow:
+                continue
+            targets[number] = taken + (_queued(conn) if unread else 0)
         return targets
 
     def _seen_idle(self, live: dict[int, Connection], readable: set[int]) -> None:
@@ -158,6 +169,7 @@ class ReadUp:
         targets = self._targets(live, readable)
         if not targets:
             return  # as a rule: one epoll_wait, no wait
+        began = trio.current_time()
         with trio.move_on_after(self.wait):
             rounds = 0
             while targets:
@@ -173,8 +185,18 @@ class ReadUp:
                     and not _held(held)
                     and _handed_on(held) < target
                 }
+                if targets and trio.current_time() - began >= TRAIL_WAIT:
+                    trailing = {n for n in targets if _trailing(live[n])}
+                    self._slow.update(trailing)
+                    targets = {n: t for n, t in targets.items() if n not in trailing}
             return
         self._slow.update(targets)
+
+
+def _trailing(conn: Connection) -> bool:
+    """Whether the recording trails on ``conn`` far enough that its pump waits for it before
+    it reads on (``--observer child-process``, `ObserverLink.holds`)."""
+    return conn.link is not None and conn.link.holds(conn.conn)
 
 
 def _held(conn: Connection) -> bool:
@@ -185,12 +207,11 @@ def _held(conn: Connection) -> bool:
 
 def _handed_on(conn: Connection) -> int:
     """How far ``conn``'s client stream has been handed on, as far as attribution goes: what
-    was forwarded and handed on with it (`Connection.sent`); while the pump holds a frame and
-    reads on behind it marking each read's frames as they arrive (the fault and intercept
-    pumps: `Connection.arrived`), what was read."""
-    reader = conn.client_reader
-    if conn.holding and conn.decided_at_read and reader is not None:
-        return max(reader.taken, conn.sent[Direction.C2S])
+    was forwarded and handed on with it (`Connection.sent`), or, where the pump marks each
+    read's frames as they arrive (the fault and intercept pumps, which may hold a frame and
+    read on behind it, or drop one: `Connection.arrived`), what it marked."""
+    if conn.decided_at_read:
+        return max(conn.marked_through, conn.sent[Direction.C2S])
     return conn.sent[Direction.C2S]
 
 

@@ -24,15 +24,25 @@ SERVER = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_h
 CALLS = 8
 
 
+ROUTES = {
+    "plain": (),
+    # A route the proxy acts on goes frame by frame, and its pump yields between reading a
+    # frame and handing it on (a rule that never matches is enough).
+    "faulted": ("--fault", "delay:ms=100,method=viewport.*"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
 @pytest.mark.parametrize("observer", ["child-process", "in-process"])
 def test_a_request_written_with_its_result_names_its_tool_call(
-    tmp_path: Path, observer: str
+    tmp_path: Path, observer: str, route: str
 ) -> None:
     record = tmp_path / "r.jsonl"
     calls = [("hasty_layer", {"name": f"L{index}"}) for index in range(CALLS)]
+    options = ("--observer", observer, *ROUTES[route])
     with PluginProcess(seed=5) as plugin:
         outcomes = call_tools(
-            wrapped(plugin, record, "--observer", observer, server=SERVER), environment(), calls
+            wrapped(plugin, record, *options, server=SERVER), environment(), calls
         )
     assert [failed for failed, _ in outcomes] == [False] * CALLS
 
