@@ -59,7 +59,12 @@ def changes_answer(step: ProxyStep) -> bool:
     """Whether ``step`` made or changed the answer its row's request got: an answer made,
     withheld, cut, corrupted or edited, or a request changed or withheld before its receiver
     answered it; not a step that only held a frame (a delay, a slice, an interception
-    accepted or released as it came), after which the answer is its receiver's still."""
+    accepted or released as it came), after which the answer is its receiver's still. An
+    answer withheld that was one of several requests' with its id (`ProxyStep.among`) is
+    placed on each, and changed at most one of them: it makes none the proxy's, so that a
+    failure of the peer's among them is not left out of the errors."""
+    if isinstance(step, FaultInjected) and step.among > 1 and step.direction is Direction.S2C:
+        return False
     return acted(step) and step.fault not in _HOLDS and step.fault != "slice"
 
 

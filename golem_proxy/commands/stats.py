@@ -138,7 +138,9 @@ OUT_OF_TURN_STYLE = TONE_STYLES[Tone.OUT_OF_TURN]
 PROXY_CAPTION = (
     "proxy: flows the proxy itself acted on (--fault, --intercept; `show -f ~fault` lists "
     "them), counted in n, never in the latencies; in err and err% when it only held a frame "
-    "(--fault delay: the answer is the peer's), not when it made or changed the answer. A "
+    "(--fault delay: the answer is the peer's) or withheld an answer several requests "
+    "waited for with its id (which one's is not known), not when it made or changed the "
+    "answer. A "
     "frame that went behind one the proxy held waited behind it: its flow's latency "
     "includes that wait"
 )

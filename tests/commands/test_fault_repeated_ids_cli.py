@@ -10,6 +10,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,11 @@ def _read(sock: socket.socket) -> dict[str, Any]:
 
 
 class ReversingPlugin:
-    """Reads two GOLEM requests on a connection, then answers them last first."""
+    """Reads two GOLEM requests on a connection, then answers them last first (``answers``:
+    how many of them it answers)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers: int = 2) -> None:
+        self.answers = answers
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -61,7 +64,7 @@ class ReversingPlugin:
                     asked = [_read(conn), _read(conn)]
                 except (EOFError, OSError):
                     continue
-                for request in reversed(asked):
+                for request in list(reversed(asked))[: self.answers]:
                     answer = {"id": request["id"], "result": {"of": request["method"]}}
                     conn.sendall(_frame(answer))
                 conn.settimeout(20)
@@ -120,3 +123,36 @@ def test_a_dropped_answer_of_a_repeated_id_is_said_on_both_rows_as_ambiguous(
     assert "fault drop  withheld response: ? id=1 (the answer of one of 2 " in step, step
     table = run_cli("show", str(record)).stdout
     assert sum("--fault drop, an answer of id 1" in line for line in table.splitlines()) == 2
+
+
+def test_a_peers_failure_among_the_rows_of_an_ambiguous_drop_counts_as_an_error(
+    tmp_path: Path,
+) -> None:
+    """The plugin answers one of the two requests only, and that answer is dropped: one row is
+    the plugin's failure, the other the proxy's doing, and which is which the wire does not
+    say. stats counts both among the errors (and both in its proxy column), rather than
+    neither: the plugin's failure is not hidden."""
+    plugin = ReversingPlugin(answers=1)
+    record = tmp_path / "silent.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0=127.0.0.1:{plugin.port}", "--record", str(record),
+        "--fault", "drop:dir=s2c,times=1",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
+            client.sendall(
+                _frame({"id": 1, "method": "a", "params": {}})
+                + _frame({"id": 1, "method": "b", "params": {}})
+            )
+            # The answer the plugin gave is dropped: wait until the recording says so.
+            deadline = time.monotonic() + 20
+            while b'"kind":"fault"' not in record.read_bytes():
+                assert time.monotonic() < deadline, "no fault line recorded"
+                time.sleep(0.02)
+    finally:
+        cli.stop()
+        plugin.close()
+    stats = run_cli("stats", "--json", str(record))
+    assert stats.returncode == 0, stats.stderr
+    methods = {row["method"]: row for row in json.loads(stats.stdout)["methods"]}
+    assert [(methods[m]["errors"], methods[m]["by_proxy"]) for m in ("a", "b")] == [(1, 1)] * 2
