@@ -259,7 +259,12 @@ async def _start_observing(
         # The faults and the intercept engine decide here, on the forwarding path; the
         # observing process decodes what they let through (and cannot take the engine's
         # trio state anyway).
-        observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
+        observing_options = dataclasses.replace(
+            config.options,
+            faults=None,
+            intercept=None,
+            acted_on_elsewhere=config.options.acts_on_frames,
+        )
         setup = ObserverSetup(
             config.profile.name, tuple(bound), observing_options, header, config.record_path,
             config.verbosity, log_buffer, layers=config.layers, tui=tui,

@@ -72,6 +72,7 @@ class EventLog(ShownAtVerbosity):
         verbosity: Verbosity = Verbosity.NORMAL,
         started_wall: Optional[float] = None,
         route_profiles: Optional[Mapping[str, Profile]] = None,
+        acts_on_frames: bool = True,
     ) -> None:
         self.console = console
         self.profile = profile
@@ -88,8 +89,10 @@ class EventLog(ShownAtVerbosity):
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
         self._asked = AskedCalls()
         layered = profile.tool_layer or any(p.tool_layer for p in self.route_profiles.values())
-        self._under = StepsUnderCalls(profile) if layered else None
-        """`golem-proxy mcp`: the proxy's steps under each tool call, for its line."""
+        self._under = StepsUnderCalls(profile) if layered and acts_on_frames else None
+        """`golem-proxy mcp` with ``--fault`` or ``--intercept`` (``acts_on_frames``): the
+        proxy's steps under each tool call, for its line (it takes every event: a session
+        where the proxy does nothing to frames does not pay for it)."""
         self._says_stderr = apart_from_stderr(console)
         """The log goes elsewhere than our stderr (``--log FILE``): what a wrapped server
         writes to its stderr, which is passed on to ours, is written here too, in its place

@@ -45,9 +45,10 @@ class ShownAtVerbosity:
         """False for an event this log never prints at its verbosity (a frame that is neither
         malformed nor a notification, below verbose; any frame when quiet, but a malformed
         one; an exchange that went well, when quiet): a cheap test, so that such a flood never
-        takes room from the lines it prints. With a tool layer (`golem-proxy mcp`, a session
-        paced by its model) every event: the rows it follows place the proxy's steps under
-        each tool call (`StepsUnderCalls`), and `render` leaves out what it does not show."""
+        takes room from the lines it prints. With a tool layer and the proxy acting on frames
+        (`golem-proxy mcp` with ``--fault`` or ``--intercept``) every event: the rows it
+        follows place the proxy's steps under each tool call (`StepsUnderCalls`), and
+        `render` leaves out what it does not show."""
         if self._under is not None:
             return True
         if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:

@@ -47,6 +47,9 @@ class ProxyOptions:
     intercept: Optional[InterceptEngine] = None
     """``--intercept``: routes it applies to forward frame by frame too, holding what its
     filter selects until a decision (`intercept`)."""
+    acted_on_elsewhere: bool = False
+    """Set on the options an observing process of its own is sent, which leave out the fault
+    plan and the intercept engine: the forwarding process acts on frames (`acts_on_frames`)."""
     observer_memory: int = DEFAULT_BUDGET
     """What inspection may hold, all connections together (``--observer-memory``)."""
     observer_hold: float = HOLD_LIMIT
@@ -72,6 +75,11 @@ class ProxyOptions:
     """Sees each route connection's open and close in wire order and adds the session's
     decisions to the close (`golem-proxy mcp`: the tool calls a connection that carried no
     byte failed)."""
+
+    @property
+    def acts_on_frames(self) -> bool:
+        """The proxy itself acts on frames in this session (``--fault``, ``--intercept``)."""
+        return self.faults is not None or self.intercept is not None or self.acted_on_elsewhere
 
 
 @dataclass(frozen=True)

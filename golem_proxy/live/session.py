@@ -194,6 +194,7 @@ class ProxySession:
                     # start otherwise, seconds late.
                     started_wall=_wall_start(config.header),
                     route_profiles=config.route_profiles(),
+                    acts_on_frames=config.options.acts_on_frames,
                 )
                 subscription = self._log = self.hub.subscribe(
                     "log", config.log_buffer, log.may_show

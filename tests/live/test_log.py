@@ -19,6 +19,7 @@ from golem_proxy.events import (
     Direction,
     Event,
     ExchangeCompleted,
+    FrameSeen,
     RouteDown,
     SpoolFull,
     ToolCallRef,
@@ -275,3 +276,21 @@ def test_a_full_spool_is_said_whatever_the_verbosity() -> None:
         "this point), then forwarding waits for the recording again and a kill -9 loses at "
         "most ~100 ms of lines"
     ) in lines[0]
+
+
+@pytest.mark.parametrize("acts", [False, True])
+def test_a_tool_layer_log_takes_every_event_only_where_the_proxy_acts_on_frames(
+    acts: bool,
+) -> None:
+    """`golem-proxy mcp` with --fault or --intercept: the log follows every row, to say on a
+    tools/call line what the proxy did under it; without them it filters as any log, so a
+    flood of GOLEM frames never takes room from the lines it prints."""
+    sim = TapSimulator(GOLEM)
+    sim.open(1)
+    request = {"id": "a", "method": "ping", "params": {}}
+    sim.send(1, Direction.C2S, frame(json.dumps(request).encode()))
+    [seen] = [event for event in sim.events if isinstance(event, FrameSeen)]
+    log = EventLog(
+        Console(file=io.StringIO()), GOLEM, route_profiles={"mcp": MCP}, acts_on_frames=acts
+    )
+    assert log.may_show(seen) is acts
