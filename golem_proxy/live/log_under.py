@@ -8,7 +8,7 @@ exchange is named by its method instead, ``scene.create_layer: --fault error``."
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Optional
 
 from golem_core.profiles import Profile
@@ -17,10 +17,13 @@ from ..analysis.flows import Flow, FlowTracker
 from ..analysis.proxy_notes import proxy_words
 from ..events import Event, ExchangeCompleted, FaultInjected, InterceptStep
 
-__all__ = ["METHODS_KEPT", "StepsUnderCalls"]
+__all__ = ["GROUPS_SAID", "METHODS_KEPT", "StepsUnderCalls"]
 
 METHODS_KEPT = 1024
 """GOLEM rows the proxy acted on whose method is kept to name them (the oldest let go)."""
+GROUPS_SAID = 4
+"""Kinds of step (a method and what was done to it) a tools/call line names at most; each
+is said once with its count, the rest counted."""
 
 
 class StepsUnderCalls:
@@ -50,7 +53,16 @@ class StepsUnderCalls:
         call = self._call
         if call is None or not call.proxy_under:
             return ""
-        said = (
-            (self._methods.get(row, "?"), proxy_words(steps)) for row, steps in call.proxy_under
-        )
-        return "; ".join(f"{method}: {words}" for method, words in said if words)
+        # A tool making thousands of GOLEM calls under one rule: said once, counted.
+        grouped: Counter[tuple[str, str]] = Counter()
+        for row, steps in call.proxy_under:
+            words = proxy_words(steps)
+            if words:
+                grouped[(self._methods.get(row, "?"), words)] += 1
+        said = [
+            f"{method}: {words}" + (f" ({count:,} times)" if count > 1 else "")
+            for (method, words), count in list(grouped.items())[:GROUPS_SAID]
+        ]
+        if len(grouped) > GROUPS_SAID:
+            said.append(f"… {len(grouped) - GROUPS_SAID:,} more (show lists them)")
+        return "; ".join(said)

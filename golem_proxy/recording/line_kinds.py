@@ -57,6 +57,10 @@ def _proxy_action(
     redacted = member_redacted(data)
     if data.get("kind") == "fault" and not _is_intercept(data.get("fault")):
         fault = member_str(data, "fault")
+        server_request = member_bool(data, "server_request", False)
+        if server_request and place["direction"] is not events.Direction.S2C:
+            # The server's own request travels from the server: a client's frame is none.
+            raise RecordingError("server_request on a step of the client's frame (dir c2s)")
         return events.FaultInjected(
             **place,
             fault=fault,
@@ -68,7 +72,7 @@ def _proxy_action(
             redacted=redacted,
             message_id=ident,
             among=member_among(data),
-            server_request=member_bool(data, "server_request", False),
+            server_request=server_request,
         )
     if data.get("kind") == "intercept":
         step = data.get("step")

@@ -188,8 +188,12 @@ def member_message_id(data: dict[str, Any]) -> JsonId:
 
 def member_among(data: dict[str, Any]) -> int:
     """A fault's ``among`` (1 when absent, as in files written before it): how many requests
-    waited with the id of the answer it acted on. Raises RecordingError for a bad one."""
-    return max(member_int(data, "among", 1), 1)
+    waited with the id of the answer it acted on, 1 at least (what the proxy writes). Raises
+    RecordingError for a bad one."""
+    among = member_int(data, "among", 1)
+    if among < 1:
+        raise RecordingError("among must be a whole number from 1 (the requests waiting)")
+    return among
 
 
 def fault_withheld(data: dict[str, Any], detail: str) -> bool:

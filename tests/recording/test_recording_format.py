@@ -606,3 +606,24 @@ def test_a_payload_with_nan_written_verbatim_by_an_older_writer_reads_back(tmp_p
     damaged = older.replace(b'"t":0.5', b'"t":NaN')
     with pytest.raises(RecordingError, match="line 2"):
         list(RecordingReader(io.BytesIO(damaged)))
+
+
+def test_a_fault_line_claiming_what_the_proxy_never_writes_is_refused() -> None:
+    """``among`` counts the requests that waited with an id: 1 at least; ``server_request`` is
+    a step on a frame the server sent, never on the client's."""
+    header = encode_header(Header.new("golem", []))
+    line = (
+        b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"DIR","fault":"drop",'
+        b'"detail":"withheld","method":"ping","withheld":true'
+    )
+    fine = header + line.replace(b"DIR", b"s2c") + b',"among":2,"server_request":false}\n'
+    (fault,) = list(RecordingReader(io.BytesIO(fine)))
+    assert isinstance(fault, FaultInjected) and fault.among == 2
+    refused = {
+        b's2c",': (b',"among":0}', "line 2: among must be a whole number from 1"),
+        b'c2s",': (b',"server_request":true}', "line 2: server_request on a step of the client"),
+    }
+    for direction, (tail, said) in refused.items():
+        data = header + line.replace(b'DIR",', direction) + tail + b"\n"
+        with pytest.raises(RecordingError, match=said):
+            list(RecordingReader(io.BytesIO(data)))
