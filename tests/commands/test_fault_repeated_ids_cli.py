@@ -19,6 +19,7 @@ import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from tests.support.cli_helpers import run_cli
+from tests.support.waiting import receive_exactly
 
 
 def _frame(obj: dict[str, Any]) -> bytes:
@@ -27,18 +28,15 @@ def _frame(obj: dict[str, Any]) -> bytes:
 
 
 def _read(sock: socket.socket) -> dict[str, Any]:
-    def exactly(size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = sock.recv(size - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return data
-
-    (size,) = struct.unpack("!I", exactly(4))
-    found: dict[str, Any] = json.loads(exactly(size))
+    (size,) = struct.unpack("!I", receive_exactly(sock, 4))
+    found: dict[str, Any] = json.loads(receive_exactly(sock, size))
     return found
+
+
+REPEATED = _frame({"id": 1, "method": "a", "params": {}}) + _frame(
+    {"id": 1, "method": "b", "params": {}}
+)
+"""Two requests pipelined with one id."""
 
 
 class ReversingPlugin:
@@ -62,7 +60,7 @@ class ReversingPlugin:
             with conn:
                 try:
                     asked = [_read(conn), _read(conn)]
-                except (EOFError, OSError):
+                except OSError:
                     continue
                 for request in list(reversed(asked))[: self.answers]:
                     answer = {"id": request["id"], "result": {"of": request["method"]}}
@@ -94,10 +92,7 @@ def test_a_dropped_answer_of_a_repeated_id_is_said_on_both_rows_as_ambiguous(
     )  # fmt: skip
     try:
         with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
-            client.sendall(
-                _frame({"id": 1, "method": "a", "params": {}})
-                + _frame({"id": 1, "method": "b", "params": {}})
-            )
+            client.sendall(REPEATED)
             # The plugin answered b first: that answer was dropped, a's went on.
             assert _read(client)["result"] == {"of": "a"}
     finally:
@@ -140,10 +135,7 @@ def test_a_peers_failure_among_the_rows_of_an_ambiguous_drop_counts_as_an_error(
     )  # fmt: skip
     try:
         with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
-            client.sendall(
-                _frame({"id": 1, "method": "a", "params": {}})
-                + _frame({"id": 1, "method": "b", "params": {}})
-            )
+            client.sendall(REPEATED)
             # The answer the plugin gave is dropped: wait until the recording says so.
             deadline = time.monotonic() + 20
             while b'"kind":"fault"' not in record.read_bytes():
