@@ -12,6 +12,7 @@ from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FaultInjected, InterceptKind, InterceptStep
 from .flow import Flow
+from .settled_rows import call_of
 
 if TYPE_CHECKING:
     from .flows import Key
@@ -151,10 +152,9 @@ class FaultRows:
         returned already (one of the last `RETURNED_KEPT`) gets them too, after the time it
         returned, which its words say (`under_words`)."""
         frame = flow.request if flow.request is not None else flow.response
-        calls = frame.tool_calls if frame is not None else None
-        if calls is None or len(calls) != 1:
+        key = call_of(frame) if frame is not None else None
+        if key is None:
             return
-        key = (calls[0].conn, Direction.C2S, calls[0].index)
         call = self._by_request.get(key)
         if call is None:
             call = self._returned.get(key)

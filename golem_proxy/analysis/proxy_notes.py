@@ -63,9 +63,15 @@ def changes_answer(step: ProxyStep) -> bool:
     answer withheld that was one of several requests' with its id (`ProxyStep.among`) is
     placed on each, and changed at most one of them: it makes none the proxy's, so that a
     failure of the peer's among them is not left out of the errors."""
-    if isinstance(step, FaultInjected) and step.among > 1 and step.direction is Direction.S2C:
+    if _shared_answer(step):
         return False
     return acted(step) and step.fault not in _HOLDS and step.fault != "slice"
+
+
+def _shared_answer(step: ProxyStep) -> bool:
+    """Whether ``step`` acted on an answer whose id several requests waited with
+    (`ProxyStep.among`): which of them it was for, the wire does not say."""
+    return step.among > 1 and step.direction is Direction.S2C
 
 
 def delay_seconds(steps: Iterable[ProxyStep]) -> float:
@@ -107,7 +113,7 @@ def _words(step: ProxyStep) -> Optional[str]:
     if fault == "error":
         return "--fault error" if step.withheld else None
     if fault in ("drop", "reset") and step.withheld:
-        if step.among > 1 and step.direction is Direction.S2C:
+        if _shared_answer(step):
             # Its id was pipelined more than once: said on each row it may have answered.
             return (
                 f"withheld: --fault {fault}, an answer of id {step.message_id} that"

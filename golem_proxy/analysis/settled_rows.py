@@ -15,7 +15,7 @@ from .flow import Flow
 if TYPE_CHECKING:
     from .flows import Key
 
-__all__ = ["HOLD_BACK", "SettledRows"]
+__all__ = ["HOLD_BACK", "SettledRows", "call_of"]
 
 HOLD_BACK = 1024
 """Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
@@ -60,11 +60,8 @@ class SettledRows:
         which waits too: until it is answered, a step of the proxy's on it may land on the
         call's row after the call returned (`FaultRows._under_call`), which is held till
         then (`take_settled`). Without ``keep`` only."""
-        calls = frame.tool_calls
-        if self.keep or calls is None or len(calls) != 1:
-            return
-        call = (calls[0].conn, Direction.C2S, calls[0].index)
-        if call in self._by_request:
+        call = None if self.keep else call_of(frame)
+        if call is not None and call in self._by_request:
             self._asked_under.setdefault(call, {})[key] = None
 
     def _steps_may_come(self, flow: Flow, touched: Optional[Flow]) -> bool:
@@ -79,11 +76,12 @@ class SettledRows:
         if not under:
             return False
         while under:  # those answered let go from the oldest: each looked at once
-            if next(iter(under)) in self._by_request:
+            oldest = next(iter(under))
+            if oldest in self._by_request:
                 return True
-            del under[next(iter(under))]
+            del under[oldest]
         asked = touched.request if touched is not None else None
-        return asked is not None and call == _call_of(asked)
+        return asked is not None and call == call_of(asked)
 
     def _forget_call(self, flow: Flow) -> None:
         request = flow.request
@@ -131,8 +129,9 @@ def _number(flow: Flow) -> int:
     return flow.number
 
 
-def _call_of(frame: FrameSeen) -> Optional[Key]:
-    """The frame key of the one tool call ``frame`` names, if it names one alone."""
+def call_of(frame: FrameSeen) -> Optional[Key]:
+    """The frame key of the one tool call ``frame`` names (`FrameSeen.tool_calls`), if it
+    names one alone."""
     calls = frame.tool_calls
     if calls is None or len(calls) != 1:
         return None

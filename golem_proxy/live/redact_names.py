@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .redact import parse_rule
-from .redact_paths import Place
+from .redact_paths import Place, places
 
 __all__ = [
     "TOOL_CALL_ARGUMENTS",
@@ -33,10 +33,10 @@ __all__ = [
     "tool_call_counterpart",
 ]
 
-_ANY = None
-"""In a naming place, any index of the list."""
+_ANY = "*"
+"""In a naming place, any index of the list (a rule's wildcard)."""
 
-_NAMING: dict[str, tuple[tuple[Optional[str], ...], str]] = {
+_NAMING: dict[str, tuple[tuple[str, ...], str]] = {
     "tools/call": (("params", "name"), "the tool a tools/call names"),
     "prompts/get": (("params", "name"), "the prompt a prompts/get names"),
     "tools/list": (("result", "tools", _ANY, "name"), "the tools a tools/list lists"),
@@ -53,7 +53,13 @@ def spared_by_rules(obj: Any, method: Optional[str], tool_layer: bool) -> frozen
     naming = _NAMING.get(method) if tool_layer and method is not None else None
     if naming is None:
         return frozenset()
-    return frozenset(_expanded(obj, naming[0], ()))
+    pattern = naming[0]
+    # A rule's wildcard also takes an object's keys: a naming place's takes a list's indexes.
+    return frozenset(
+        place
+        for place in places(obj, pattern)
+        if all(isinstance(key, int) for key, want in zip(place, pattern) if want == _ANY)
+    )
 
 
 def kept_from_echoes(obj: Any, spared: frozenset[Place]) -> frozenset[Place]:
@@ -62,20 +68,6 @@ def kept_from_echoes(obj: Any, spared: frozenset[Place]) -> frozenset[Place]:
     if isinstance(obj, dict) and isinstance(obj.get("method"), str):
         return spared | {_METHOD}
     return spared
-
-
-def _expanded(node: Any, pattern: tuple[Optional[str], ...], above: Place) -> list[Place]:
-    """The places in ``node`` that ``pattern`` names, each index of a list for `_ANY`."""
-    if not pattern:
-        return [above]
-    head, rest = pattern[0], pattern[1:]
-    if head is _ANY:
-        if not isinstance(node, list):
-            return []
-        return [p for i, item in enumerate(node) for p in _expanded(item, rest, (*above, i))]
-    if not isinstance(node, dict) or head not in node:
-        return []
-    return _expanded(node[head], rest, (*above, head))
 
 
 def names_spared(text: str) -> Optional[str]:
@@ -95,8 +87,7 @@ def names_spared(text: str) -> Optional[str]:
         return None
     what = " and ".join(described for _, described, _ in spared)
     scoped = " ".join(
-        "--redact " + method + ":" + ".".join(segment or "*" for segment in pattern)
-        for method, _, pattern in spared
+        "--redact " + method + ":" + ".".join(pattern) for method, _, pattern in spared
     )
     them = "it" if len(spared) == 1 else "them"
     return (
@@ -105,11 +96,11 @@ def names_spared(text: str) -> Optional[str]:
     )
 
 
-def _reaches(segments: tuple[str, ...], pattern: tuple[Optional[str], ...]) -> bool:
+def _reaches(segments: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
     if len(segments) != len(pattern):
         return False
     return all(
-        segment == "*" or segment == want or (want is _ANY and segment.isdigit())
+        segment == "*" or segment == want or (want == _ANY and segment.isdigit())
         for segment, want in zip(segments, pattern)
     )
 
