@@ -57,7 +57,7 @@ from .stdio_child import (
     read_pipe_now,
 )
 from .stdio_ends import DRAIN_LIMIT, STOP_DRAIN, STOPPED_FIRST, HopEnds, SignalStop, say
-from .stdio_stderr import StderrSink
+from .stdio_stderr import StderrSink, relay_stderr
 from .tap import ConnectionTap
 
 __all__ = ["CLIENT_NAME", "StdioRelay"]
@@ -403,7 +403,7 @@ class StdioRelay:
         source = pipe_fd(process.stderr)
         sink = StderrSink(self._fds[2])
         try:
-            await self._relay_stderr(conn, source, sink)
+            await relay_stderr(source, sink, functools.partial(self._publish_stderr, conn))
         finally:
             if self._ends.given_up:  # what the pipe still holds is recorded, never written
                 rest = read_pipe_now(source)
@@ -412,14 +412,6 @@ class StdioRelay:
                     sink.lost(len(rest))
             self._ends.stderr_unwritten = sink.unwritten
             self._output_done()
-
-    async def _relay_stderr(self, conn: int, source: int, sink: StderrSink) -> None:
-        while True:
-            chunk = await read_pipe(source)
-            if not chunk:
-                return
-            self._publish_stderr(conn, chunk)
-            await sink.write(chunk)
 
     def _publish_stderr(self, conn: int, chunk: bytes) -> None:
         # Recorded in order with the hop's frames (after what was forwarded before it).

@@ -23,11 +23,13 @@ import select
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import trio
 
-__all__ = ["SLICE", "StderrSink"]
+from .stdio_child import read_pipe
+
+__all__ = ["SLICE", "StderrSink", "relay_stderr"]
 
 SLICE = 0.25
 """How long one worker-thread call may write for before the relay hears of it."""
@@ -111,3 +113,14 @@ def _write_slice(fd: int, data: memoryview, progress: _Progress, stop: threading
         except OSError as exc:
             progress.error = exc
             return
+
+
+async def relay_stderr(source: int, sink: StderrSink, publish: Callable[[bytes], None]) -> None:
+    """Relay the server's stderr pipe ``source`` to ``sink`` until its end, each chunk
+    published (recorded) before it is written: what the sink cannot take is still recorded."""
+    while True:
+        chunk = await read_pipe(source)
+        if not chunk:
+            return
+        publish(chunk)
+        await sink.write(chunk)
