@@ -30,6 +30,8 @@ import trio
 from ..events import Event, UpstreamStatus
 from ..net.addresses import Address, Route
 from ..net.listeners import Listener, ListenError, connect_reason, open_listener, probe
+from ..net.patient_listener import PatientListener
+from .log_output import say
 
 __all__ = ["OPEN_COMPLETED_WAIT", "PROBE_INTERVAL", "RouteGate", "is_refusal", "open_completed"]
 
@@ -135,10 +137,7 @@ class RouteGate:
         while True:
             self._accepting = trio.CancelScope()
             with self._accepting:
-                # serve_listeners backs off on EMFILE/ENFILE/ENOMEM/ENOBUFS and keeps going.
-                await trio.serve_listeners(
-                    started, [_Counted(self, self.listener.listener)], handler_nursery=handlers
-                )
+                await trio.serve_listeners(started, [_Counted(self)], handler_nursery=handlers)
             await self.aclose()
             self._closed.set()
             await self._wait_for_upstream()
@@ -203,9 +202,11 @@ class RouteGate:
 class _Counted(trio.abc.Listener[trio.SocketStream]):
     """A gate's listener, counting the connections it hands to the accept loop."""
 
-    def __init__(self, gate: RouteGate, listener: trio.SocketListener) -> None:
+    def __init__(self, gate: RouteGate) -> None:
         self.gate = gate
-        self.listener = listener
+        # Out of file descriptors, it waits and says so in a line, not a traceback a try.
+        where = f"route {gate.route.name} ({gate.address})"
+        self.listener = PatientListener(gate.listener.listener, where, say)
 
     async def accept(self) -> trio.SocketStream:
         stream = await self.listener.accept()

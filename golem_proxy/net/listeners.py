@@ -15,6 +15,7 @@ from typing import Optional
 import trio
 
 from .addresses import Address
+from .patient_listener import SHORTAGES, shortage
 
 # struct linger {int l_onoff; int l_linger;}: on, zero seconds → close sends RST.
 _LINGER_RESET = struct.pack("ii", 1, 0)
@@ -232,6 +233,8 @@ def connect_reason(exc: OSError) -> str:
     inner = getattr(exc.__cause__, "exceptions", None)
     if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
         exc = inner[0]
+    if exc.errno in SHORTAGES:  # not the upstream's doing: this process ran short
+        return shortage(exc)
     if exc.errno:
         return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
     text = str(exc) or type(exc).__name__

@@ -31,8 +31,10 @@ from typing import Any, Optional
 
 import trio
 
+from ..live.log_output import say
 from ..net.addresses import Address
 from ..net.listeners import Listener, close_abortively, open_listener, reset_when_closed
+from ..net.patient_listener import PatientListener
 from .engine import Unanswered
 from .index import Key
 from .late_hold import LateHold
@@ -215,7 +217,11 @@ class OutageStandIn:
                 task_status.started()
                 await trio.serve_listeners(
                     partial(self._handle, route),
-                    [listener.listener],
+                    [
+                        PatientListener(
+                            listener.listener, f"route {route.name} ({route.address})", say
+                        )
+                    ],
                     handler_nursery=self._handlers,
                 )
         finally:

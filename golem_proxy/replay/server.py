@@ -30,9 +30,11 @@ from ..events import (
     FrameSeen,
     SessionEnded,
 )
+from ..live.log_output import say
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream, FramingFailure
 from ..net.listeners import Listener, connect, open_listener, reset_when_closed
+from ..net.patient_listener import PatientListener
 from ..net.sockio import read_some, write_all
 from ..recording.format import RecordingWriter, write_private
 from ..terminal import counted, safe_text
@@ -161,7 +163,11 @@ class ReplayServer:
                         partial(
                             trio.serve_listeners,
                             partial(self.serve_connection, route),
-                            [listener.listener],
+                            [
+                                PatientListener(
+                                    listener.listener, f"route {route} ({listener.address})", say
+                                )
+                            ],
                             handler_nursery=connections,
                         )
                     )
