@@ -42,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
             f"{path}: recovered, {done.exchanges} exchanges (it held {done.before}); "
             "it ends with a session-end line saying so"
         )
+        if done.unsure:
+            line += (
+                f"; {done.unsure} connection{'s' if done.unsure != 1 else ''} open at the kill: "
+                "the last chunk the spool holds of each way may not have been sent on "
+                "(its close says how many bytes)"
+            )
     elif done.path != args.file:
         line = (
             f"{safe_text(args.file)} left as it was: it holds exchanges the spool's decoding "

@@ -9,7 +9,10 @@ into a pipe, duplicated by ``tee`` into a second pipe, spliced on to the receive
 piece the receiver took, spliced from the duplicate into the handoff pipe as that piece's
 ``DATA`` record (`ObserverLink.data_from_pipe`). So the observing process reads the same
 records, in the same order, as when the bytes are copied, and a piece is handed on only once it
-was delivered, as `Connection.forward` hands on a chunk.
+was delivered, as `Connection.forward` hands on a chunk. To a spool the duplicate goes first,
+whole, before the receiver is given any of it (`ObserverLink.hands_on_first`: a ``kill -9``
+between the two must not lose bytes the receiver has), and what the receiver then did not take
+is said after it (`Connection.not_delivered`); the same calls, in another order, no copy.
 
 Whatever the kernel way cannot do goes the copy way, with the same outcome: the duplicate failed
 (the bytes are taken out of the pipe and forwarded as a chunk), the link cannot take bytes
@@ -168,6 +171,9 @@ class BodySplicer:
         assert link is not None
         wire, copy = self.pipes.wire[0], self.pipes.copy[0]
         sink = conn.sides(direction)[1].socket.fileno()
+        first = link.hands_on_first(conn.conn)
+        if first:
+            link.data_from_pipe(conn.conn, direction, copy, size, t)
         left = size
         try:
             while left:
@@ -179,20 +185,26 @@ class BodySplicer:
                     await trio.lowlevel.wait_writable(sink)
                     continue
                 conn.sent[direction] += taken
-                link.data_from_pipe(conn.conn, direction, copy, taken, t)
+                if not first:
+                    link.data_from_pipe(conn.conn, direction, copy, taken, t)
                 left -= taken
         except OSError as exc:
             conn.sink_failed(direction, exc, scope)  # first: it says which side is gone
-            self._undelivered(left, t)
+            self._undelivered(left, t, first)
             return False
         except trio.Cancelled:
-            self._undelivered(left, t)
+            self._undelivered(left, t, first)
             raise
         return True
 
-    def _undelivered(self, size: int, t: float) -> None:
-        """The pipe's last ``size`` bytes never reached the receiver: handed on so marked."""
+    def _undelivered(self, size: int, t: float, handed: bool) -> None:
+        """The pipe's last ``size`` bytes never reached the receiver: handed on so marked, or
+        said so after them when ``handed`` on before (their bytes then go nowhere)."""
         assert self.pipes is not None
+        if handed:
+            kernel_pipes.discard(self.pipes.wire[0])
+            self.conn.undelivered_last(self.direction, size, t)
+            return
         data = kernel_pipes.drain(self.pipes.wire[0], size)
         kernel_pipes.discard(self.pipes.copy[0])
         self.conn.observe_undelivered(self.direction, data, t)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import trio
 
@@ -151,7 +151,15 @@ class Connection(HandsToInspection):
         """Write ``data`` to ``direction``'s receiver and hand it to inspection (``frame``: it
         is that frame), counting it in `sent`. False when the receiver went away (the
         connection ends): see `forward_rest`; or when the client's bytes went to an upstream
-        that had closed and refused them (`after_upstream_closed`)."""
+        that had closed and refused them (`after_upstream_closed`).
+
+        To a spool, ``data`` is handed on before the write (`ObserverLink.hands_on_first`):
+        a ``kill -9`` between the two then leaves in the spool bytes that may not have gone,
+        never bytes a receiver has and the spool has not; what then did not go is said after
+        them (`not_delivered`)."""
+        first = self.link is not None and self.link.hands_on_first(self.conn)
+        if first:
+            self.observe(direction, data, t, frame)
         fd = self.sides(direction)[1].socket.fileno()
         try:
             written = os.write(fd, data)
@@ -159,16 +167,18 @@ class Connection(HandsToInspection):
             written = 0
         except OSError as exc:
             self.sink_failed(direction, exc, scope)  # first: it says which side is gone
-            self.observe_undelivered(direction, data, t)
+            self.not_delivered(direction, data, t, first)
             return False
         whole = written == len(data)
         if whole:
             self.sent[direction] += written
-        elif not await self.forward_rest(direction, data, written, t, scope):
+        elif not await self.forward_rest(direction, data, written, t, scope, first):
             return False
         if direction is Direction.C2S and self.eof[Direction.S2C]:
             # Written whole, with no wait: the upstream's FIN had been seen before the write.
-            return await self.after_upstream_closed(data, t, scope, not whole, frame)
+            return await self.after_upstream_closed(
+                data, t, scope, not whole, frame, first and whole
+            )
         if (
             whole
             and direction is Direction.S2C
@@ -178,11 +188,36 @@ class Connection(HandsToInspection):
             # An answer to a client that had closed: one that gave up waiting (its timeout)
             # and closed its socket refused it at once, unread.
             self.sink_failed(direction, ConnectionResetError("reset"), scope)
-            self.observe_undelivered(direction, data, t, "client gone")
+            self.not_delivered(direction, data, t, first, "client gone")
             return False
-        if whole:
+        if whole and not first:
             self.observe(direction, data, t, frame)
         return True
+
+    def not_delivered(
+        self,
+        direction: Direction,
+        data: Union[bytes, memoryview],
+        t: float,
+        handed: bool,
+        why: Optional[str] = None,
+    ) -> None:
+        """``data``, the last bytes read for ``direction``'s receiver, never reached it: handed
+        on marked so (`observe_undelivered`), or, when they were ``handed`` on before their
+        write (a spool's), said after them (`ObserverLink.undelivered_last`)."""
+        if handed:
+            self.undelivered_last(direction, len(data), t, why)
+        else:
+            self.observe_undelivered(direction, bytes(data), t, why)
+
+    def undelivered_last(
+        self, direction: Direction, size: int, t: float, why: Optional[str] = None
+    ) -> None:
+        """Of the bytes of ``direction`` handed on before their write, the last ``size`` never
+        reached the receiver (``why``; by default as `observe_undelivered` says it)."""
+        if self.link is not None and size > 0:
+            why = why or self._undelivered_why(direction)
+            self.link.undelivered_last(self.conn, direction, size, why, t)
 
     def _refused_unread(self, direction: Direction, data: bytes) -> bool:
         """Whether ``direction``'s receiver, which had sent its FIN, refused ``data`` (just
@@ -197,12 +232,14 @@ class Connection(HandsToInspection):
         written: int,
         t: float,
         scope: trio.CancelScope,
+        handed: bool = False,
     ) -> bool:
         """The first ``written`` bytes of ``data`` went to ``direction``'s receiver (not yet
         counted nor observed): write the rest as it makes room. Each piece the kernel takes
         is counted and handed to inspection at once, before anything else runs, so an answer
-        to it is never observed ahead of it; what cannot be written (the receiver went away,
-        or the connection ended meanwhile) is handed on undelivered (`observe_undelivered`).
+        to it is never observed ahead of it (unless all of ``data`` was ``handed`` on before
+        its write: `forward`); what cannot be written (the receiver went away, or the
+        connection ended meanwhile) is handed on undelivered (`not_delivered`).
         False when the receiver went away (`sink_failed`: the connection ends). Raises
         trio.Cancelled when the connection ends while it waits."""
         fd = self.sides(direction)[1].socket.fileno()
@@ -211,7 +248,8 @@ class Connection(HandsToInspection):
             while True:
                 if written:
                     self.sent[direction] += written
-                    self.observe(direction, data[done : done + written], t)
+                    if not handed:
+                        self.observe(direction, data[done : done + written], t)
                     done += written
                 if done == len(data):
                     return True
@@ -222,10 +260,10 @@ class Connection(HandsToInspection):
                     await trio.lowlevel.wait_writable(fd)
         except OSError as exc:
             self.sink_failed(direction, exc, scope)
-            self.observe_undelivered(direction, data[done:], t)
+            self.not_delivered(direction, memoryview(data)[done:], t, handed)
             return False
         except trio.Cancelled:
-            self.observe_undelivered(direction, data[done:], t)
+            self.not_delivered(direction, memoryview(data)[done:], t, handed)
             raise
 
     def source_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
@@ -281,6 +319,7 @@ class Connection(HandsToInspection):
         scope: trio.CancelScope,
         observed: bool,
         frame: Optional[Frame] = None,
+        handed: bool = False,
     ) -> bool:
         """The client's ``data`` went to an upstream that had closed its side. If it answers
         them with a reset (it is gone, not half-closed), reset the client, which would
@@ -290,7 +329,10 @@ class Connection(HandsToInspection):
         was seen, and is handed to inspection now: undelivered ("upstream gone") when
         refused at once, as the upstream's application never read it (it had closed its
         socket), else as delivered (a half-closed upstream may still read, and one that reads
-        some and closes with the rest unread resets later: what it read is not known)."""
+        some and closes with the rest unread resets later: what it read is not known).
+        ``handed``: ``data`` was handed on before its write (`forward`), and is only said
+        undelivered after it when refused."""
+        observed = observed or handed
         assert self.upstream is not None
         # Asked before anything else runs: the write just returned (`reset_at_once`).
         refused = reset_at_once(self.upstream.socket)
@@ -307,11 +349,11 @@ class Connection(HandsToInspection):
                 self.release_fin()  # the upstream only half-closed
             return True
         offset = self.sent[Direction.C2S] - len(data)
-        if not observed and refused and not acked_past(self.upstream.socket, offset):
+        if (not observed or handed) and refused and not acked_past(self.upstream.socket, offset):
             # Refused at once, none of it acknowledged: the plugin had closed its socket.
             # One that half-closed, read some and closed with the rest unread resets too.
             self.gone.add("upstream")
-            self.observe_undelivered(Direction.C2S, data, t, "upstream gone")
+            self.not_delivered(Direction.C2S, data, t, handed, "upstream gone")
         elif not observed:
             self.observe(Direction.C2S, data, t, frame)  # it may have read them, then closed
         # This, not the earlier clean close, is what the connection ended with.

@@ -104,6 +104,12 @@ class Kind(enum.IntEnum):
     SPOOL_FULL = 16
     """The last record of a spool (spool.py) that reached ``--spool-limit``: the records go on
     through the pipe (nothing follows the header), their offsets counted on."""
+    UNDELIVERED_LAST = 17
+    """Of the ``DATA`` of the connection's direction handed on before its write to the
+    receiver (a spool's, `ObserverLink.hands_on_first`), the last bytes never reached it
+    (the write failed, or the connection ended while they waited): the data says how many and
+    why (UTF-8, ``<size> <why>``, as ``UNSENT``'s); the observing side marks them as
+    ``UNDELIVERED`` would have before them."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)

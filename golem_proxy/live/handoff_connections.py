@@ -6,6 +6,7 @@ one takes up where the recording left them."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable, Optional
 
@@ -30,7 +31,26 @@ __all__ = ["KILLED", "HandoffConnections"]
 
 KILLED = "the proxy was killed"
 """The reason of the close a connection still open at a killed session's end is given
-(`golem-proxy recover`)."""
+(`golem-proxy recover`); from a spool, what may not have been sent on follows it (`DOUBT_*`)."""
+
+DOUBT = "the spool's last {} may not have been sent on"
+"""What the close of a connection a kill left open says of the last chunk the spool holds
+each way, which the spool took before the receiver did (`Connection.forward`): the kill may
+have come between the two, and nothing in the spool tells."""
+TO = {Direction.S2C: "client", Direction.C2S: "upstream"}
+
+
+def _told_late(closed: ConnectionClosed, tap: ConnectionTap) -> ConnectionClosed:
+    """``closed``, saying the bytes its tap learned were undelivered only after frames they
+    ended were published as delivered (`ConnectionTap.undelivered_late`)."""
+    late = tap.undelivered_late
+    if not late:
+        return closed
+    said = [
+        f"{size} bytes to the {TO[direction]} recorded as sent never reached it ({why})"
+        for direction, (size, why) in late.items()
+    ]
+    return dataclasses.replace(closed, reason="; ".join((closed.reason, *said)))
 
 
 class HandoffConnections:
@@ -46,6 +66,8 @@ class HandoffConnections:
     held_again: Callable[[int], None]
     _taps: dict[int, ConnectionTap]
     _sent: dict[int, list[int]]
+    spool_fd: int
+    _last: dict[tuple[int, Direction], tuple[float, int]]
     _unrecorded_values: dict[int, UnrecordedValues]
     _unrecorded: dict[int, int]
     _doubtful: set[int]
@@ -62,17 +84,21 @@ class HandoffConnections:
         tap = self._taps.pop(conn, None)
         self._unrecorded_values.pop(conn, None)
         self._sent.pop(conn, None)
+        for direction in Direction:
+            self._last.pop((conn, direction), None)
         publish = self.publish if tap is None else tap.publish
         if tap is not None:  # before the close, the gaps nothing later reported
             self.observer.after_queued(functools.partial(tap.closing, closed.t))
         connections = self._connections_of(closed.route)
-        if connections is not None:
-            # Whether the tap was handed a byte is read when the close is decided.
-            self.observer.after_queued(
-                lambda: publish(connections.closed(closed, tap is not None and tap.carried))
-            )
-        else:
-            self.observer.submit_event(publish, closed)
+
+        def close() -> None:
+            told = closed if tap is None else _told_late(closed, tap)
+            if connections is None:
+                publish(told)
+            else:  # whether the tap was handed a byte is read when the close is decided
+                publish(connections.closed(told, tap is not None and tap.carried))
+
+        self.observer.after_queued(close)
         if tap is not None:
             self.observer.forget(tap)
 
@@ -83,10 +109,15 @@ class HandoffConnections:
         waiting as if the recording had merely ended."""
         for conn, tap in list(self._taps.items()):
             sent = self._sent.get(conn, [0, 0])
+            doubt = " and last ".join(
+                f"{self._last[conn, direction][1]} bytes to the {TO[direction]}"
+                for direction in (Direction.S2C, Direction.C2S)
+                if (conn, direction) in self._last
+            )
             closed = ConnectionClosed(
                 conn=conn,
                 route=tap.route,
-                reason=KILLED,
+                reason=f"{KILLED}; {DOUBT.format(doubt)}" if doubt else KILLED,
                 t=self._now,
                 bytes_c2s=sent[0],
                 bytes_s2c=sent[1],
@@ -94,10 +125,23 @@ class HandoffConnections:
             )
             self._close(conn, closed)
 
-    def _count(self, conn: int, direction: Direction, size: int) -> None:
+    def _count(self, conn: int, direction: Direction, size: int, t: Optional[float] = None) -> None:
+        """``size`` bytes of ``conn``'s ``direction`` handed on (``t``: in a ``DATA`` record
+        of that time, the chunk it is part of: its records share it)."""
         sent = self._sent.get(conn)
         if sent is not None:
             sent[direction is Direction.S2C] += size
+        if t is None or self.spool_fd < 0:
+            return
+        # A spool's last chunk of each way, handed on before its write (`Connection.forward`):
+        # a kill may have come between the two (`_close_killed`).
+        last_t, last = self._last.get((conn, direction), (t, 0))
+        self._last[conn, direction] = (t, last + size if last_t == t else size)
+
+    def _taken_back(self, conn: int, direction: Direction, size: int) -> None:
+        """The last ``size`` bytes of ``conn``'s ``direction`` handed on never reached their
+        receiver, as the forwarding side said after them: no doubt about them remains."""
+        self._last.pop((conn, direction), None)
 
     def _learn(self, record: Record, tap: ConnectionTap) -> None:
         """An ``UNRECORDED`` record: its values learned by ``tap`` in order with the chunks,

@@ -107,6 +107,9 @@ class HandoffSource(HandoffConnections):
         self.broken: Optional[str] = None
         """Where and why the records stopped before their end: a record that does not read
         (only with ``on_unended``); None: read to their end."""
+        self._last: dict[tuple[int, Direction], tuple[float, int]] = {}
+        """Per connection open and direction, read from a spool: the last chunk's time and
+        bytes (`_count`), which a kill may have left unsent (`_close_killed`)."""
         self._sent: dict[int, list[int]] = {}
         """Per connection open, the bytes handed on each way (``DATA`` and ``LOST``), for the
         close a connection still open at a killed session's end gets (`_close_killed`)."""
@@ -362,7 +365,7 @@ class HandoffSource(HandoffConnections):
             if tap is None:
                 return  # a connection opened before a restart of this side: nothing to add to
             if kind is Kind.DATA:
-                self._count(record.conn, direction, len(record.data))
+                self._count(record.conn, direction, len(record.data), record.t)
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
@@ -374,6 +377,12 @@ class HandoffSource(HandoffConnections):
                 unsent = read_unsent(record.data)
                 if unsent is not None:
                     self.observer.lose(tap, direction, unsent[0], record.t, unsent=unsent[1])
+            elif kind is Kind.UNDELIVERED_LAST:
+                undelivered = read_unsent(record.data)
+                if undelivered is not None:
+                    size, why = undelivered
+                    self._taken_back(record.conn, direction, size)
+                    self.observer.undelivered_last(tap, direction, size, why, record.t)
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))

@@ -43,7 +43,7 @@ from golem_core.framing import LENGTH_HEADER, Frame
 
 from ..events import Direction, Event
 from .heap import TRIM_IDLE, TrimPacing, return_memory_to_the_system
-from .observer_queue import FIRST_RATE, Item, Lost, Rate, Work
+from .observer_queue import FIRST_RATE, Item, Lost, Rate, Work, last_queued
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -167,6 +167,18 @@ class Observer:
         observing process was full), in order with what was submitted before them;
         ``unsent``: they were not forwarded either, and why."""
         self._lose(tap, direction, size, t, unsent)
+
+    def undelivered_last(
+        self, tap: ConnectionTap, direction: Direction, size: int, why: str, t: float
+    ) -> None:
+        """Of what was submitted for ``tap``'s ``direction``, the last ``size`` bytes never
+        reached their receiver (``why``; handed on before their write: a spool's): marked
+        so where they begin in the queue, as if said before them; what of them the tap was
+        fed already, it is told of (`ConnectionTap.undelivered_last`)."""
+        at, fed = last_queued(self._queue, tap, direction, size)
+        mark = functools.partial(tap.undelivered_last, direction, fed, why)
+        self._queue.insert(at, lambda: self._guarded(tap, t, mark))
+        self._wakeup.set()
 
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a

@@ -206,6 +206,27 @@ class ObserverLink(LinkTrail):
             kernel_pipes.discard(source)
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
+    def hands_on_first(self, conn: int) -> bool:
+        """Whether ``conn``'s chunks are handed on before their write to the receiver: while
+        they go to a spool, so that a ``kill -9`` between the two never loses bytes a
+        receiver has (what was not delivered then follows: `undelivered_last`). Through the
+        pipe, or while ``conn`` sheds, after it, as before (`undelivered`)."""
+        writer = self.writer
+        return (
+            isinstance(writer, SpoolWriter)
+            and not writer.piped
+            and not (self.stopped or writer.gone or conn in self._shedding)
+        )
+
+    def undelivered_last(
+        self, conn: int, direction: Direction, size: int, why: str, t: float
+    ) -> None:
+        """Of ``conn``'s bytes of ``direction`` handed on before their write
+        (`hands_on_first`), the last ``size`` never reached their receiver (``why``): an
+        ``UNDELIVERED_LAST`` record after them, never dropped."""
+        if size > 0:
+            self._mark(Kind.UNDELIVERED_LAST, conn, direction, t, unsent_data(size, why))
+
     def undelivered(self, conn: int, direction: Direction, why: str, t: float) -> None:
         """The chunks of ``conn``'s ``direction`` handed on from now on never reached their
         receiver (``why``): an ``UNDELIVERED`` record before them, never dropped."""

@@ -4,6 +4,7 @@ connection's decoding has shown of its rate, which prices the chunks it queues."
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -14,7 +15,7 @@ from golem_core.framing import Frame
 from ..events import Direction
 from .tap import ConnectionTap
 
-__all__ = ["FIRST_RATE", "Item", "Lost", "Rate", "Work"]
+__all__ = ["FIRST_RATE", "Item", "Lost", "Rate", "Work", "last_queued"]
 
 FIRST_RATE = 8.0 * 1024 * 1024
 """Bytes a second a connection is assumed to decode at until it has shown its own rate."""
@@ -68,3 +69,36 @@ class Lost:
 
 Item = Union[Work, Lost, Callable[[], None]]
 """Chunks to decode, gaps to note, and actions to run once everything before them is done."""
+
+
+def last_queued(
+    queue: collections.deque[Item], tap: ConnectionTap, direction: Direction, size: int
+) -> tuple[int, int]:
+    """Where in ``queue`` the last ``size`` bytes of ``tap``'s ``direction`` begin, as far as
+    they are queued and not fed to the tap yet (a chunk split there when they begin inside
+    it): (that index, how many of them were not queued: fed already, or a gap). With none of
+    them queued, the index is where the direction's next item would go (the queue's end)."""
+    at = len(queue)
+    for index in range(len(queue) - 1, -1, -1):
+        item = queue[index]
+        if not isinstance(item, (Work, Lost)) or item.tap is not tap:
+            continue
+        if item.direction is not direction:
+            continue
+        if isinstance(item, Lost) or item.fed or not item.data:
+            break
+        if len(item.data) >= size:
+            keep = len(item.data) - size
+            if keep:  # the chunk's first bytes did reach the receiver
+                share = keep / len(item.data)
+                first = Work(tap, direction, item.data[:keep], item.t, item.submitted,
+                             item.cost * share)  # fmt: skip
+                rest = Work(tap, direction, item.data[keep:], item.t, item.submitted,
+                            item.cost - first.cost)  # fmt: skip
+                queue[index] = rest
+                queue.insert(index, first)
+                return index + 1, 0
+            return index, 0
+        size -= len(item.data)
+        at = index
+    return at, size

@@ -36,12 +36,13 @@ from typing import Optional
 
 import trio
 
-from ..events import ExchangeCompleted, SessionEnded
+from ..events import ConnectionClosed, ExchangeCompleted, SessionEnded
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 from ..recording.schema import DEFAULT_MAX_LINE, RecordingError
 from ..recording.spool_left import quiet_about
 from ..recording.writer_lock import writer_holds_lock
+from .handoff_connections import DOUBT, KILLED
 from .observer_launch import ObserverSetup
 from .observing import observe, session_config
 from .spool import spool_path
@@ -71,6 +72,9 @@ class Recovered:
     stopped: Optional[str] = None
     """Where and why the decoding stopped before the spool's end (REC and the spool then left
     as they were); None: the spool was decoded to its end."""
+    unsure: int = 0
+    """Connections the kill left open whose close says the last chunk the spool holds of a
+    way may not have been sent on (`handoff_connections.DOUBT`)."""
 
 
 def recover(path: str) -> Recovered:
@@ -126,7 +130,7 @@ def _recover(path: str, opened: OpenedSpool) -> Recovered:
             fd = -1
             stopped = _decode(copy, spool, spool_fd, setup, header.records_start)
             try:
-                after, ended = _scan(copy)
+                after, ended, unsure = _scan(copy)
             except RecordingError as exc:
                 where = f"line {exc.line}: " if exc.line is not None else ""
                 raise RecoverError(
@@ -135,7 +139,8 @@ def _recover(path: str, opened: OpenedSpool) -> Recovered:
                 ) from None
             if stopped is None and not ended:
                 stopped = "the recovered lines stop before the spool's end (said above)"
-            return _put_in_place(path, copy, opened, before, after, stopped)
+            done = _put_in_place(path, copy, opened, before, after, stopped)
+            return dataclasses.replace(done, unsure=unsure)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -229,21 +234,26 @@ def _discard(sock: socket.socket) -> None:
 Key = tuple[object, ...]
 
 
-def _scan(path: str) -> tuple[collections.Counter[Key], bool]:
+def _scan(path: str) -> tuple[collections.Counter[Key], bool, int]:
     """The exchanges ``path`` holds, each by what the wire decided (its connection, route and
-    the forwarding process's times of its request and answer), and whether its last event is
-    a ``session-end``. Read one event at a time: a recording of one huge frame's lines is
+    the forwarding process's times of its request and answer), whether its last event is
+    a ``session-end``, and how many closes say a last chunk may not have been sent on
+    (`Recovered.unsure`). Read one event at a time: a recording of one huge frame's lines is
     never held whole. Raises RecordingError, OSError."""
     found: collections.Counter[Key] = collections.Counter()
     last: object = None
+    unsure = 0
+    doubt_end = DOUBT.split("{}")[1]
     with open_recording(path) as stream:
         if not os.fstat(stream.fileno()).st_size:
-            return found, False  # killed before its header was written
+            return found, False, 0  # killed before its header was written
         for event in RecordingReader(stream, path=path):
             last = event
             if isinstance(event, ExchangeCompleted):
                 found[(event.conn, event.route, event.request.t, event.response.t)] += 1
-    return found, isinstance(last, SessionEnded)
+            elif isinstance(event, ConnectionClosed) and event.reason.startswith(KILLED):
+                unsure += event.reason.endswith(doubt_end)
+    return found, isinstance(last, SessionEnded), unsure
 
 
 def _put_in_place(

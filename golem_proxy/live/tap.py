@@ -118,6 +118,9 @@ class ConnectionTap(TapNotes):
         self._digests: dict[Direction, FrameDigest] = {}
         self._cut: dict[Direction, str] = {}
         """The ends of stream the proxy made itself, and how (`cut`)."""
+        self.undelivered_late: dict[Direction, tuple[int, str]] = {}
+        """Per direction, bytes said undelivered after frames they ended were published as
+        delivered, and why (`undelivered_last`)."""
         self.carried = False
         """Whether any byte of this connection reached the tap, or was forwarded past it
         (`lose`), either way: a connection that carried nothing is told apart by it, as

@@ -28,6 +28,7 @@ class TapNotes:
     _pairing: ConnectionPairing
     _gaps: GapPublisher
     _frames: FramePublisher
+    undelivered_late: dict[Direction, tuple[int, str]]
     _digests: dict[Direction, FrameDigest]
     _cut: dict[Direction, str]
 
@@ -51,6 +52,23 @@ class TapNotes:
         if digest is not None and digest.delivered is None:  # the frame in progress
             digest.delivered = digest.size + buffered
         self._frames.mark_undelivered(direction, why, buffered)
+
+    def undelivered_last(self, direction: Direction, size: int, why: str) -> None:
+        """The last ``size`` bytes of ``direction`` fed so far, handed on before their write (a
+        spool's), never reached their receiver (``why``), nor do those fed from now on: as
+        `mark_undelivered` said before them, the frame in progress delivered but for those.
+        Bytes among them of frames published already, as delivered, are counted in
+        `undelivered_late`: the connection's close says them."""
+        buffered = self._inputs[direction].buffered
+        digest = self._digests.get(direction)
+        in_progress = buffered
+        if digest is not None and digest.delivered is None:  # the frame in progress
+            in_progress += digest.size
+            digest.delivered = max(0, in_progress - size)
+        self._frames.mark_undelivered(direction, why, max(0, buffered - size))
+        if size > in_progress:
+            late, _ = self.undelivered_late.get(direction, (0, why))
+            self.undelivered_late[direction] = (late + size - in_progress, why)
 
     def cut(self, direction: Direction, how: str) -> None:
         """The end of ``direction``'s stream fed next is the proxy's, not its side's (``how``:
