@@ -117,8 +117,9 @@ class SessionEnded:
     recording whose header promises one and that lacks it was cut short. ``reason`` says how
     the session ended (``stopped by SIGINT``); the counts are those of the closing line, what
     the session saw, when the writer knew them (None: the forwarding process wrote the line
-    after observation stopped). ``since_restart``: they are an observing process's that took
-    over from one that died (its ``unanswered`` includes the requests it found in flight then)."""
+    after observation stopped; it says only the gaps, read back from the recording).
+    ``since_restart``: they are an observing process's that took over from one that died (its
+    ``unanswered`` includes the requests it found in flight then)."""
 
     t: float
     reason: str

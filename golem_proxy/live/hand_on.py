@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from golem_core.framing import Frame
 
-from ..events import ConnectionClosed, Direction, Event
+from ..events import ConnectionClosed, Direction, Event, ProxyAction
 from .observer import Observer
 from .observer_link import ObserverLink
 from .tap import ConnectionTap
@@ -154,10 +154,18 @@ class HandsToInspection:
 
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
         """Publish ``event`` after the bytes observed before it (a fault's event after the
-        frame it acted on)."""
+        frame it acted on, which its tap learns first: `ConnectionTap.acted_on`)."""
+        tap = self.tap
+        learn = None
+        if tap is not None and isinstance(event, ProxyAction):
+            learn = functools.partial(tap.acted_on, event)
         if self.observer is None or self.inline:
+            if learn is not None and self.inline:
+                learn()
             publish(event)
         else:
+            if learn is not None:
+                self.observer.after_queued(learn)
             self.observer.submit_event(publish, event)
 
     def observe_close(

@@ -27,6 +27,7 @@ from ..events import (
     ConnectionOpened,
     Direction,
     Event,
+    ProxyAction,
     SpoolFull,
     UpstreamStatus,
 )
@@ -359,6 +360,10 @@ class HandoffSource(HandoffConnections):
             tracker = self._tracker
             if tracker is not None and isinstance(event, UpstreamStatus):
                 self.observer.after_queued(functools.partial(tracker.upstream, event))
+            if isinstance(event, ProxyAction):
+                acted = self._taps.get(event.conn)
+                if acted is not None:  # its tap learns it first, as in the forwarding process
+                    self.observer.after_queued(functools.partial(acted.acted_on, event))
             self.observer.submit_event(self.publish, event)
         else:
             tap = self._taps.get(record.conn)

@@ -58,6 +58,7 @@ from .observer_launch import (
 )
 from .observer_link import BACKLOG, ObserverLink
 from .observer_restart import Restarts
+from .recorded_gaps import recorded_gaps
 from .spool import SPOOL_STALL, SpoolFile, SpoolWriter
 from .spool_end import SpoolProgress, wait_while_recording
 from .spool_keeping import SpoolKeeping
@@ -412,14 +413,15 @@ class ObservingProcess(Restarts, SpoolKeeping):
         """Close what this process holds; when the session ended in order (``ended``) after
         observation stopped, end the recording with the ``session-end`` line first (no
         observing process writes it any more; the counts are that process's, not known
-        here)."""
+        here, but for the gaps in what was observed, read back: `recorded_gaps`)."""
         self.control.close()
         self.keep_or_remove()
         if self.record is None:
             return
         if ended is not None and self.stopped_reason is not None and not self.record.closed:
             try:
-                end_session(self.record, SessionEnded(t=self.now(), reason=ended))
+                gaps = recorded_gaps(self.record.read_fd)
+                end_session(self.record, SessionEnded(t=self.now(), reason=ended, unobserved=gaps))
             except OSError as exc:
                 say(f"the recording could not be ended ({exc})")
         self.record.close()

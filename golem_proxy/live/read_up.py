@@ -32,8 +32,9 @@ long it holds it: marked is far enough there. Not waited for: one that outlasted
 (`READ_UP_WAIT`: its upstream not taking bytes) until it is seen idle again, so that costs the
 hop one wait, not one per chunk. Bytes written after the stdio chunk, in the instant before
 the look, may be taken along: a look a few microseconds late, against a whole scheduling round
-without it. The epoll set is made at the first look (sessions without a stdio hop pay
-nothing) and kept by the relay as connections open and close.
+without it. The epoll set is made at the first look with a connection live (sessions without
+a stdio hop pay nothing), kept by the relay as connections open and close, and closed when the
+relay stops serving (`close`): a process that runs many sessions keeps no descriptor of theirs.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ _BACKED_OFF_STEP = 0.002
 
 class ReadUp:
     """See the module docstring: `before` is called by the stdio hop before it hands on a
-    chunk it read; `add` and `remove` by the relay as connections open and end."""
+    chunk it read; `add` and `remove` by the relay as connections open and end, `close` once
+    it stopped serving."""
 
     def __init__(self, wait: float = READ_UP_WAIT) -> None:
         self.wait = wait
@@ -89,6 +91,16 @@ class ReadUp:
         fd = self._fd_of.get(conn.conn)
         if fd is not None and self._by_fd.get(fd) is conn:
             self._unregister(fd)
+
+    def close(self) -> None:
+        """Close the epoll set, if one was made, and forget every connection (the relay stopped
+        serving). A later look with connections live makes a new set."""
+        epoll, self._epoll = self._epoll, None
+        self._by_fd.clear()
+        self._fd_of.clear()
+        self._slow.clear()
+        if epoll is not None:
+            epoll.close()
 
     def _register(self, conn: Connection) -> None:
         assert self._epoll is not None
@@ -160,6 +172,8 @@ class ReadUp:
         handed them on (or has ended, or holds a frame, or the wait ran out: see the module
         docstring)."""
         if self._epoll is None:
+            if not live:
+                return  # nothing to wait for: no set made (nor made again once closed)
             self._epoll = select.epoll()
             for conn in live.values():
                 self._register(conn)

@@ -239,6 +239,7 @@ class Proxy(ResendConnection):
                 handlers.cancel_scope.cancel()
         finally:
             await self._close_listeners()
+            self._read_up.close()  # its epoll descriptor: one a session, in a long-lived process
             # Decoding what is still queued shares the drain timeout: a flood of tiny frames
             # may need far longer to decode than to forward, and what is left is recorded as
             # a gap rather than holding up the exit.

@@ -23,6 +23,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    ProxyAction,
     ViolationSeen,
 )
 from ..terminal import counted, safe_text
@@ -54,6 +55,10 @@ class SessionTally:
     answered_unobserved: int = 0
     """Requests answered by a frame too large to observe, whose id the tap read
     (`ObservationLost.answers`): answered, not exchanges (no answer was inspected)."""
+    withheld_asks: int = 0
+    """Requests of the server's own the proxy withheld from the client (`ProxyAction.
+    withholds_request`): the client never had them to answer, so they are not among the
+    `unanswered` (`show` says them ``undelivered (withheld: --fault drop)``)."""
     gaps: GapsByReason = field(default_factory=GapsByReason)
     """The gaps in what was observed (``unobserved`` rows), as `check` counts them: the
     exchanges they hid are in no count above, so the closing line says them apart."""
@@ -75,12 +80,18 @@ class SessionTally:
         elif isinstance(event, ObservationLost):
             self.answered_unobserved += event.answers is not None
             self.gaps.add_gap(event)
+        elif isinstance(event, ProxyAction):
+            # A notification has no id: it was never waited for.
+            asks = event.server_request and event.withholds and event.message_id is not None
+            self.withheld_asks += asks
 
     @property
     def unanswered(self) -> int:
         """Requests that wanted an answer and have none in the recording (a process that
-        took over counts those it found in flight: `held_again`)."""
-        return max(0, self.requests - self.exchanges - self.answered_unobserved)
+        took over counts those it found in flight: `held_again`), but the server's the proxy
+        withheld (`withheld_asks`)."""
+        answered = self.exchanges + self.answered_unobserved + self.withheld_asks
+        return max(0, self.requests - answered)
 
     def held_again(self, requests: int) -> None:
         """A process taking over waits again for ``requests`` the recording has in flight."""
@@ -113,6 +124,9 @@ class SessionTally:
                 f"; {counted(self.answered_unobserved, 'request')} answered in a frame too "
                 "large to observe"
             )
+        if self.withheld_asks:
+            withheld = counted(self.withheld_asks, "request")
+            more += f"; {withheld} of the server's withheld from the client"
         if self.framing_errors:
             more += f"; {counted(self.framing_errors, 'framing error')}"
         if self.cut_short:

@@ -141,6 +141,10 @@ class FramePublisher:
             self._undelivered[direction] = (undelivered, 0)
         return undelivered, delivered_bytes
 
+    def last_index(self, direction: Direction) -> int:
+        """The number of the frame of ``direction`` published last (-1: none yet)."""
+        return self._frame_index[direction] - 1
+
     def number_from(self, next_index: tuple[int, int]) -> None:
         """Number the frames on from ``next_index`` (client's, server's)."""
         self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}

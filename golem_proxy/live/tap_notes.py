@@ -1,15 +1,16 @@
 """What the forwarding side tells a connection's tap besides the bytes it feeds (tap.py): that
 what follows never reached its receiver, that an end is the proxy's cut, where a stream it
 followed without decoding ends, when frames held on their way arrived, the values a frame not
-recorded as it came teaches redaction, and, after the observing process was replaced, where
-the connection's numbering, pairing and streams go on. Each is said in order with the bytes."""
+recorded as it came teaches redaction, a server's request it withheld, and, after the
+observing process was replaced, where the connection's numbering, pairing and streams go on.
+Each is said in order with the bytes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from ..events import Direction, FrameSeen
+from ..events import Direction, FrameSeen, ProxyAction
 from .tap_frames import FramePublisher
 from .tap_gaps import GapPublisher
 from .tap_input import TapInput
@@ -69,6 +70,17 @@ class TapNotes:
         if size > in_progress:
             late, _ = self.undelivered_late.get(direction, (0, why))
             self.undelivered_late[direction] = (late + size - in_progress, why)
+
+    def acted_on(self, step: ProxyAction) -> None:
+        """The proxy did ``step`` to the frame of its direction fed last (a fault's or an
+        intercept's event, handed here in order with the bytes, after that frame's). A request
+        of the server's own it withheld (`ProxyAction.withholds_request`) never reached the
+        client, which is then not to answer it: the end of the client's stream does not name
+        it (`StreamEnded`), as the proxy's doing is no side's. (A client's request withheld
+        stays waiting: the proxy may answer it in the server's place.)"""
+        if self.failed is None and step.server_request and step.withholds:
+            last = self._frames.last_index(step.direction)
+            self._pairing.withheld(step.direction, last, step.message_id)
 
     def cut(self, direction: Direction, how: str) -> None:
         """The end of ``direction``'s stream fed next is the proxy's, not its side's (``how``:

@@ -199,6 +199,20 @@ class ConnectionPairing:
             ids[key] -= 1
         return True
 
+    def withheld(self, asker: Direction, index: int, ident: Any) -> None:
+        """The request sent ``asker`` as frame ``index`` with id ``ident`` never reached its
+        receiver: the proxy withheld it and answers it for no one (a server's own request: the
+        client's answers come the other way). Nothing is waited for it any more, so no end of
+        the receiver's stream names it (`unanswerable`). Nothing when that frame is not the
+        request held last (it was let go, or was never decoded)."""
+        if self._last_held[asker] != index:
+            return
+        correlator = self._correlators[asker]
+        newest = correlator.outstanding()[-1:]
+        for pending in newest:
+            if pending.context.index == index and _key(ident) == _id_key(pending.message):
+                correlator.withdraw(pending)
+
     def unseen_request(self, direction: Direction) -> None:
         """A request sent ``direction`` was too large to observe: its answer is no orphan."""
         self._unseen[direction] += 1

@@ -70,13 +70,16 @@ def asking_server() -> Iterator[ReversingServer]:
     serving.close()
 
 
-def _session(server: ReversingServer, record: Path, fault: str, observer: str, read: int) -> str:
+def _session(
+    server: ReversingServer, record: Path, fault: str, observer: str, read: int, *more: str
+) -> str:
     """Three requests pipelined through a proxy with ``fault`` (its seed fixed: the bytes a
-    corruption flips are the same each run); ``read`` answers come back. Returns what the
-    proxy printed (its live log)."""
+    corruption flips are the same each run) and ``more`` options; ``read`` answers come back.
+    Returns what the proxy printed (its live log, then its closing line)."""
     cli = start_proxy_cli(
         "--profile", "jsonrpc-ndjson", "--route", f"main@127.0.0.1:0=127.0.0.1:{server.port}",
         "--record", str(record), "--observer", observer, "--fault", fault, "--fault-seed", "3",
+        *more,
     )  # fmt: skip
     try:
         with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
@@ -92,7 +95,7 @@ def _session(server: ReversingServer, record: Path, fault: str, observer: str, r
     finally:
         logged = cli.stop()
     assert cli.process.returncode == 0, cli.stderr
-    return logged
+    return logged + cli.stderr
 
 
 def _rows(record: Path) -> list[dict[str, Any]]:
@@ -171,3 +174,29 @@ def test_a_request_of_the_server_withheld_is_a_row_of_its_own(
     assert done.returncode == 0, done.stderr
     [server_side] = [line for line in done.stdout.splitlines() if "s2c" in line]
     assert "B forwarded + 1 frame withheld" in server_side, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("observer", "more"),
+    [("in-process", ()), ("child-process", ()), ("in-process", ("--enforce-limits",))],
+)
+def test_a_request_of_the_server_withheld_is_not_one_the_client_left_unanswered(
+    asking_server: ReversingServer, tmp_path: Path, observer: str, more: tuple[str, ...]
+) -> None:
+    """The client never had the server's request the proxy withheld: when it ends its stream,
+    the live log, the recording's ``end`` and ``session-end`` lines and the closing line do
+    not count it among the requests the client left unanswered (they did: "client ended its
+    stream: 1 request it was to answer will not be answered", ``"unanswered": 1``); the
+    closing line says it withheld. Its row still says so, and ``check`` counts it as before."""
+    record = tmp_path / "asked.jsonl"
+    logged = _session(asking_server, record, "drop:dir=s2c,method=ask", observer, 3, *more)
+    assert "will not be answered" not in logged, logged
+    assert "1 request of the server's withheld from the client" in logged, logged
+    assert "without an answer" not in logged, logged
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    assert [line for line in lines if line["kind"] == "end"] == []
+    ended = lines[-1]
+    assert (ended["kind"], ended["exchanges"], ended["unanswered"]) == ("session-end", 3, 0)
+    assert [row["status"] for row in _rows(record)][-1] == "undelivered (withheld: --fault drop)"
+    checked = run_cli("check", str(record)).stdout
+    assert "1 flow failed: 1 undelivered (withheld: --fault drop)" in checked, checked

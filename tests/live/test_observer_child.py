@@ -168,6 +168,42 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     assert [json.loads(line)["seq"] for line in lines] == list(range(1, len(lines) + 1))
 
 
+def test_the_session_end_after_observation_stopped_counts_the_gaps_check_finds(
+    tmp_path: Path,
+) -> None:
+    """Observation stopped for good (no restart left, its process killed): the forwarding
+    process writes the ``session-end`` line, whose ``unobserved`` counts the gaps by reason as
+    ``check --json`` does, the dead process's (a frame too large to observe) and the stop
+    (it had none: only the lines said them)."""
+    record = tmp_path / "stopped.jsonl"
+    blob = {"id": 1, "method": "echo", "params": {"blob": "b" * (2 << 20)}}
+    options = ("--observer-restarts", "0", "--observe-frame-limit", "1")
+    with observed_proxy(record, *CHILD, *options) as cli:
+        try:
+            golem_calls(cli.port, [blob])
+            wait_for(
+                lambda: b'"kind":"unobserved"' in record.read_bytes(),
+                what="the frame too large to observe recorded as a gap",
+            )
+            observer = observing_process(cli.process.pid)
+            os.kill(observer, signal.SIGKILL)
+            wait_for(lambda: process_gone(observer), what="the observing process to die")
+            golem_calls(cli.port, [{"id": 2, "method": "echo", "params": {}}])
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    ended = json.loads(record.read_bytes().splitlines()[-1])
+    assert ended["kind"] == "session-end"
+    checked = run_cli("check", "--json", str(record))
+    counted = json.loads(checked.stdout)["not_inspected"]["unobserved"]
+    assert ended.get("unobserved") == counted
+    assert sorted(counted["by_reason"]) == ["frame-too-large", "stopped"], counted
+    # Read back as the session's count.
+    recording = read_recording(str(record))
+    [last] = [e for e in recording.events if isinstance(e, SessionEnded)]
+    assert sum(count.gaps for count in last.unobserved) == counted["gaps"]
+
+
 def test_a_unix_route_is_observed_by_the_child_process(tmp_path: Path) -> None:
     private = tmp_path / "run"
     private.mkdir(mode=0o700)

@@ -6,16 +6,22 @@ virtual clock for the waits."""
 
 from __future__ import annotations
 
+import os
 import socket
 
+import pytest
 import trio
 import trio.testing
 
+from golem_core.messages import Response
 from golem_proxy.events import Direction
 from golem_proxy.live.chunks import ChunkReader
 from golem_proxy.live.connection import Connection
 from golem_proxy.live.read_up import ReadUp
+from golem_proxy.live.relay import Proxy
 from golem_proxy.net.addresses import Address, Route
+from golem_proxy.testing.upstreams import GolemUpstream
+from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
 
 ROUTE = Route("main", Address("127.0.0.1", 0), Address("127.0.0.1", 9))
 
@@ -56,6 +62,7 @@ def test_bytes_written_before_are_handed_on_before_it_returns() -> None:
             assert conn.sent[Direction.C2S] == 100_000
             nursery.cancel_scope.cancel()
         server.close()
+        read_up.close()
 
     trio.run(main)
 
@@ -86,6 +93,7 @@ def test_a_connection_that_does_not_read_is_waited_for_once_until_seen_idle() ->
             assert stuck.sent[Direction.C2S] == 4 + 40 + 1000
             nursery.cancel_scope.cancel()
         stuck_server.close()
+        read_up.close()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -103,5 +111,32 @@ def test_many_idle_connections_cost_no_wait() -> None:
         for conn, server in pairs:
             read_up.remove(conn)
             server.close()
+        read_up.close()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def _descriptors() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+@pytest.mark.trio
+async def test_a_session_run_in_process_leaves_no_descriptor_open(nursery: trio.Nursery) -> None:
+    """A session whose stdio hop looked at its routes (the epoll set made) closes the set when
+    it ends: a process running many sessions (the tests, `replay`) kept one a session."""
+    upstream = GolemUpstream()
+    await nursery.start(upstream.serve)
+    before = _descriptors()
+    running = await start_proxy(nursery, upstream.address)
+    stream = await connect(running.listen)
+    client = GolemClient(stream)
+    assert isinstance(await client.call({"id": 1, "method": "ping", "params": {}}), Response)
+    relay = running.session.source
+    assert isinstance(relay, Proxy)
+    await relay.settle_routes()  # as the stdio hop does before each chunk: makes the set
+    await stream.aclose()
+    await stop_proxy(running)
+    with trio.move_on_after(10):  # the upstream's side of the connection closes in its time
+        while _descriptors() != before:
+            await trio.sleep(0.01)
+    assert _descriptors() - before == set()
