@@ -137,7 +137,11 @@ class RouteGate:
         while True:
             self._accepting = trio.CancelScope()
             with self._accepting:
-                await trio.serve_listeners(started, [_Counted(self)], handler_nursery=handlers)
+                # Out of file descriptors, it waits and says so in a line, not a traceback
+                # a try (trio's serve_listeners logs one for every try, ten a second).
+                where = f"route {self.route.name} ({self.address})"
+                counted = PatientListener(_Counted(self, self.listener), where, say)
+                await trio.serve_listeners(started, [counted], handler_nursery=handlers)
             await self.aclose()
             self._closed.set()
             await self._wait_for_upstream()
@@ -200,21 +204,55 @@ class RouteGate:
 
 
 class _Counted(trio.abc.Listener[trio.SocketStream]):
-    """A gate's listener, counting the connections it hands to the accept loop."""
+    """A gate's listener, counting each connection it takes off the backlog in the step that
+    takes it. trio's own accept, when a connection already waits, takes it and then yields:
+    for that scheduling round the connection was in neither the backlog nor the count, and
+    `open_completed` returned before its open (a connection made while the loop was busy
+    handing on the one before, or before it first ran)."""
 
-    def __init__(self, gate: RouteGate) -> None:
+    def __init__(self, gate: RouteGate, listener: Listener) -> None:
         self.gate = gate
-        # Out of file descriptors, it waits and says so in a line, not a traceback a try.
-        where = f"route {gate.route.name} ({gate.address})"
-        self.listener = PatientListener(gate.listener.listener, where, say)
+        self.listener = listener.listener
+        self.raw = listener.raw
 
     async def accept(self) -> trio.SocketStream:
-        stream = await self.listener.accept()
-        self.gate.accepted += 1
-        return stream
+        """The next connection, as `trio.SocketListener.accept` gives it. Raises
+        trio.ClosedResourceError once the listener is closed, and OSError on an error that
+        is not the connection's own (EMFILE…: `PatientListener` waits those out)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                sock, _ = self.raw.accept()
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.raw)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the listener is closed") from None
+                if exc.errno in _CONNECTION_ERRORS:
+                    continue  # that connection's own failure: the listener goes on
+                raise
+            self.gate.accepted += 1
+            # Counted: yielding now (as every accept must) leaves open_completed nothing to miss.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
 
     async def aclose(self) -> None:
         await self.listener.aclose()
+
+
+# What accept(2) reports about the connection it would have taken, rather than the listener:
+# Linux passes a pending network error of the new connection on as accept's, and a firewall
+# may refuse it (EPERM); trio's SocketListener goes on past the same.
+_CONNECTION_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in (
+        *("EPERM", "ECONNABORTED", "EPROTO", "ENETDOWN", "ENOPROTOOPT", "EHOSTDOWN"),
+        *("ENONET", "EHOSTUNREACH", "EOPNOTSUPP", "ENETUNREACH", "ENOSR", "ETIMEDOUT"),
+        *("ESOCKTNOSUPPORT", "EPROTONOSUPPORT", "ECONNRESET"),
+    )
+    if hasattr(errno, name)
+)
 
 
 async def open_completed(gates: Sequence[RouteGate], wait: float = OPEN_COMPLETED_WAIT) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import socket
 import stat
 import struct
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ class Listener:
 
     listener: trio.SocketListener
     address: Address
+    raw: socket.socket
+    """The standard library's socket under ``listener``'s, the same descriptor: for a caller
+    that must take a connection off the backlog and count it in one step (route_gate.py),
+    which trio's own accept does not allow (it yields between the two)."""
 
     async def aclose(self) -> None:
         await self.listener.aclose()
@@ -67,6 +72,8 @@ class BoundSocket:
     accepted and kept waiting until the server is ready. `listen` makes it a `Listener`."""
 
     sock: trio.socket.SocketType
+    raw: socket.socket
+    """The standard library's socket ``sock`` wraps (`Listener.raw`)."""
     address: Address
     backlog: int
     staging: Optional[str] = None
@@ -85,7 +92,7 @@ class BoundSocket:
         except OSError as exc:
             self.close()
             raise ListenError(f"cannot listen on {self.address}: {exc.strerror or exc}") from exc
-        return Listener(trio.SocketListener(self.sock), self.address)
+        return Listener(trio.SocketListener(self.sock), self.address, self.raw)
 
     def close(self) -> None:
         """Close it without ever listening (a session that failed to start)."""
@@ -112,10 +119,10 @@ async def bind_listener(
         )
     if address.is_unix:
         return await _bind_unix(address, backlog)
-    sock = trio.socket.socket(
-        trio.socket.AF_INET6 if ":" in address.host else trio.socket.AF_INET,
-        trio.socket.SOCK_STREAM,
+    raw = socket.socket(
+        socket.AF_INET6 if ":" in address.host else socket.AF_INET, socket.SOCK_STREAM
     )
+    sock = trio.socket.from_stdlib_socket(raw)
     try:
         sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
         await sock.bind((address.host, address.port))
@@ -123,7 +130,7 @@ async def bind_listener(
         sock.close()
         raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
     port = sock.getsockname()[1]
-    return BoundSocket(sock, Address(address.host, port), backlog)
+    return BoundSocket(sock, raw, Address(address.host, port), backlog)
 
 
 _UNIX_PATH_MAX = 108  # sun_path, terminating NUL included (Linux)
@@ -153,7 +160,8 @@ async def _bind_unix(address: Address, backlog: int) -> BoundSocket:
     # under a private name and linked into place once it listens (when that name fits).
     private = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.binding")
     staging = private if len(os.fsencode(private)) < _UNIX_PATH_MAX else None
-    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = trio.socket.from_stdlib_socket(raw)
     old_umask = os.umask(0o177)  # the socket file is created 0600, never briefly wider
     try:
         await sock.bind(path if staging is None else staging)
@@ -166,7 +174,7 @@ async def _bind_unix(address: Address, backlog: int) -> BoundSocket:
         raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
     finally:
         os.umask(old_umask)
-    return BoundSocket(sock, address, backlog, staging)
+    return BoundSocket(sock, raw, address, backlog, staging)
 
 
 async def _replace_stale_socket(path: str) -> None:

@@ -43,7 +43,7 @@ class PatientListener(trio.abc.Listener[trio.SocketStream]):
 
     def __init__(
         self,
-        listener: trio.SocketListener,
+        listener: trio.abc.Listener[trio.SocketStream],
         where: str,
         say: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,

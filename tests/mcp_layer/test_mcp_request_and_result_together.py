@@ -29,6 +29,9 @@ ROUTES = {
     # A route the proxy acts on goes frame by frame, and its pump yields between reading a
     # frame and handing it on (a rule that never matches is enough).
     "faulted": ("--fault", "delay:ms=100,method=viewport.*"),
+    # A rule that holds every frame, both ways: the request pump marks each request as it
+    # reads it, and holds it.
+    "delayed": ("--fault", "delay:ms=100"),
 }
 
 
