@@ -29,6 +29,7 @@ from ..events import (
 )
 from ..net.addresses import Route
 from ..net.listeners import BoundSocket, ListenError, bind_listener, connect, connect_reason
+from ..net.shortage import Room, ShortWait
 from .connection import Connection
 from .enforce_limits import limit_check_tap
 from .fault_relay import FaultRelay
@@ -43,7 +44,7 @@ from .redact import Redactor
 from .resend_connection import ResendConnection
 from .route_gate import RouteGate, is_refusal, open_completed
 from .tap import ConnectionTap
-from .unreachable import UnsentBudget, UnsentHandOn, UnsentRead
+from .unreachable import UnsentBudget, UnsentHandOn, UnsentRead, waited_for_room
 
 __all__ = ["Proxy"]
 
@@ -97,6 +98,8 @@ class Proxy(ResendConnection):
         have waited for (`cut`)."""
         self.accepted = 0
         """Connections accepted since the start."""
+        self.room = Room()
+        """The process's descriptors, as its listeners and its connects share them."""
         self._unsent_budget = UnsentBudget()
         """What the clients of unreachable upstreams may have read at once (unreachable.py)."""
         self.read_on_budget = ReadOnBudget()
@@ -179,8 +182,11 @@ class Proxy(ResendConnection):
                 route, socket = self._unlistened.pop(0)
                 listener = socket.listen()
                 self._gates.append(
-                    RouteGate(route, listener, self.publish, self.now, allow_public=allow_public)
-                )
+                    RouteGate(
+                        route, listener, self.publish, self.now,
+                        allow_public=allow_public, room=self.room,
+                    )
+                )  # fmt: skip
         except ListenError:
             for _, socket in self._unlistened:
                 socket.close()
@@ -313,9 +319,12 @@ class Proxy(ResendConnection):
         self._follow_opened(conn, opened)
         try:
             unreachable = "did not answer in time"
+            wait = ShortWait()
             with trio.move_on_after(self.options.connect_timeout):
                 try:
-                    conn.upstream = await connect(route.upstream)
+                    conn.upstream = await self.room.connect(
+                        functools.partial(connect, route.upstream), wait
+                    )
                 except OSError as exc:
                     unreachable = connect_reason(exc)
                     conn.note(f"upstream {route.upstream} unreachable: {unreachable}", True)
@@ -323,6 +332,8 @@ class Proxy(ResendConnection):
                         # Closed before this client is reset: its reconnect is refused, as
                         # it would be without the proxy.
                         await gate.refused(exc)
+            if wait.short is not None:  # this process, not the upstream, ran short
+                unreachable = waited_for_room(wait, conn, route.upstream)
             if conn.upstream is None:
                 conn.note(f"upstream {route.upstream} {unreachable}", True)
                 await self._unsent(conn, f"{UPSTREAM_UNREACHABLE}: {unreachable}")

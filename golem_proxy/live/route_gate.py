@@ -31,6 +31,7 @@ from ..events import Event, UpstreamStatus
 from ..net.addresses import Address, Route
 from ..net.listeners import Listener, ListenError, connect_reason, open_listener, probe
 from ..net.patient_listener import PatientListener
+from ..net.shortage import Room
 from .log_output import say
 
 __all__ = ["OPEN_COMPLETED_WAIT", "PROBE_INTERVAL", "RouteGate", "is_refusal", "open_completed"]
@@ -75,8 +76,11 @@ class RouteGate:
         *,
         allow_public: bool = False,
         probe_interval: float = PROBE_INTERVAL,
+        room: Optional[Room] = None,
     ) -> None:
         self.route = route
+        self.room = room
+        """The process's descriptors, shared with its connects (shortage.py)."""
         self.listener = listener
         self.address: Address = listener.address
         """Where the route listens, the real port of a port-0 route included: reopened
@@ -140,7 +144,7 @@ class RouteGate:
                 # Out of file descriptors, it waits and says so in a line, not a traceback
                 # a try (trio's serve_listeners logs one for every try, ten a second).
                 where = f"route {self.route.name} ({self.address})"
-                counted = PatientListener(_Counted(self, self.listener), where, say)
+                counted = PatientListener(_Counted(self, self.listener), where, say, room=self.room)
                 await trio.serve_listeners(started, [counted], handler_nursery=handlers)
             await self.aclose()
             self._closed.set()

@@ -27,10 +27,20 @@ from typing import Callable
 import trio
 
 from ..events import Direction
+from ..net.addresses import Address
+from ..net.shortage import ShortWait, shortage
 from .chunks import RECV_SIZE
 from .connection import Connection
 
-__all__ = ["BUDGET", "CUT_HOW", "GRACE", "UnsentBudget", "UnsentHandOn", "UnsentRead"]
+__all__ = [
+    "BUDGET",
+    "CUT_HOW",
+    "GRACE",
+    "UnsentBudget",
+    "UnsentHandOn",
+    "UnsentRead",
+    "waited_for_room",
+]
 
 GRACE = 0.05
 """How long a client's bytes may still take to arrive once its upstream could not be reached
@@ -183,3 +193,19 @@ class UnsentHandOn:
         else:
             self.conn.observe(Direction.C2S, b"", self.t)
         self.conn.observe(Direction.S2C, b"", self.t)
+
+
+def waited_for_room(wait: ShortWait, conn: Connection, upstream: Address) -> str:
+    """What ``conn``'s close says of its wait for a descriptor to reach ``upstream``
+    (`Room.connect`: this process ran short, not the upstream), and why it is unreachable
+    when it never got one (the wait reached the connect's time limit)."""
+    assert wait.short is not None
+    short = shortage(wait.short)
+    if conn.upstream is not None:
+        conn.add_to_reason(
+            f"it waited {wait.waited:.1f} s for a descriptor to reach its upstream: {short}"
+        )
+        return ""
+    unreachable = f"{short}: no descriptor for it within {wait.waited:.1f} s"
+    conn.note(f"upstream {upstream} unreachable: {unreachable}", True)
+    return unreachable

@@ -16,7 +16,7 @@ from typing import Optional
 import trio
 
 from .addresses import Address
-from .patient_listener import SHORTAGES, shortage
+from .shortage import SHORTAGES, shortage
 
 # struct linger {int l_onoff; int l_linger;}: on, zero seconds → close sends RST.
 _LINGER_RESET = struct.pack("ii", 1, 0)

@@ -7,28 +7,22 @@ a traceback of ten lines for every try, ten a second, for as long as the shortag
 stderr flooded with tracebacks that say neither what ran short nor what to do. Here the
 shortage is said in one line when it starts (what ran short, the limit, what waits), at most
 once every `REMIND_EVERY` seconds while it lasts, and once when it is over; the connection is
-tried again every `RETRY_EVERY` seconds and never lost (the kernel holds it meanwhile).
+tried again every `RETRY_EVERY` seconds and never lost (the kernel holds it meanwhile). Given
+the process's `Room`, it takes none while a connection taken waits for a descriptor to reach
+its upstream (shortage.py): that one gets the descriptor freed next.
 """
 
 from __future__ import annotations
 
-import errno
-import os
-import resource
 import time
 from collections.abc import Callable
 from typing import Optional
 
 import trio
 
-__all__ = ["REMIND_EVERY", "RETRY_EVERY", "SHORTAGES", "PatientListener", "shortage"]
+from .shortage import REMIND_EVERY, RETRY_EVERY, SHORTAGES, Room, shortage
 
-SHORTAGES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-"""What an ``accept`` may fail with while the connection waits for it in the backlog."""
-RETRY_EVERY = 0.1
-"""Seconds between tries while a shortage lasts (trio's own back-off)."""
-REMIND_EVERY = 10.0
-"""Seconds between the lines that say a shortage still lasts."""
+__all__ = ["PatientListener"]
 
 
 class PatientListener(trio.abc.Listener[trio.SocketStream]):
@@ -47,8 +41,12 @@ class PatientListener(trio.abc.Listener[trio.SocketStream]):
         where: str,
         say: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
+        room: Optional[Room] = None,
     ) -> None:
         self.listener = listener
+        self.room = room
+        """Shared with the process's connects: no connection is taken while one taken waits
+        for a descriptor (shortage.py)."""
         self.where = where
         self._say = say
         self._clock = clock
@@ -63,6 +61,8 @@ class PatientListener(trio.abc.Listener[trio.SocketStream]):
 
     async def accept(self) -> trio.SocketStream:
         while True:
+            if self.room is not None:
+                await self.room.wait_for_room()
             try:
                 stream = await self.listener.accept()
             except OSError as exc:
@@ -114,20 +114,3 @@ class PatientListener(trio.abc.Listener[trio.SocketStream]):
 
 def _count(number: int, one: str, many: str) -> str:
     return f"{number} {one if number == 1 else many}"
-
-
-def shortage(exc: OSError) -> str:
-    """What ran short (``exc`` failed with one of `SHORTAGES`), and what would help, in words
-    that begin in lower case ("too many open files (EMFILE: …)")."""
-    name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
-    reason = os.strerror(exc.errno or 0)
-    reason = reason[0].lower() + reason[1:]
-    if exc.errno == errno.EMFILE:
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return (
-            f"{reason} ({name}: this process's limit is {soft}; raise it with `ulimit -n`, "
-            "or end connections)"
-        )
-    if exc.errno == errno.ENFILE:
-        return f"{reason} ({name}: the system's limit, fs.file-max)"
-    return f"{reason} ({name}: the kernel is short of memory)"

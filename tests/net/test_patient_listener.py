@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 
+from bench.robustness.crash import ThreadedUpstream
 from golem_core.framing import LENGTH_HEADER
 from golem_core.profiles import GOLEM
 from golem_proxy.net.addresses import parse_address
@@ -191,3 +192,72 @@ def test_the_proxy_out_of_descriptors_says_so_in_words_and_serves_on(tmp_path: A
     # (within the test's few seconds) in one line at most for the accept loop.
     assert f"too many open files (EMFILE: this process's limit is {limit}" in log + stderr
     assert sum("cannot take a connection" in line for line in stderr.splitlines()) <= 1, stderr
+
+
+def call(client: socket.socket, ident: str) -> None:
+    client.sendall(GOLEM.encode({"id": ident, "method": "echo", "params": {}}))
+
+
+def answered(client: socket.socket, ident: str) -> bool:
+    """Whether ``client`` gets the answer to its call ``ident`` within its timeout."""
+    try:
+        size = LENGTH_HEADER.unpack(receive_exactly(client, LENGTH_HEADER.size))[0]
+        return bool(json.loads(receive_exactly(client, size))["id"] == ident)
+    except (OSError, ConnectionError):
+        return False
+
+
+def test_clients_past_the_limit_wait_for_a_descriptor_and_are_served_once_one_is_free(
+    tmp_path: Any,
+) -> None:
+    # A connection needs two descriptors: taken with the last one free, it cannot reach its
+    # upstream. It waits for one (and no other is taken meanwhile), as those behind it wait in
+    # the backlog: once connections end, every one of them is served, none reset.
+    limit = 64
+
+    def few_open_files() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+    with ThreadedUpstream() as upstream:  # serves many clients at once, as the plugin does not
+        proxy = subprocess.Popen(
+            [sys.executable, "-m", "golem_proxy", "proxy", "--observer", "in-process",
+             "--route", f"127.0.0.1:0={upstream.address}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+            preexec_fn=few_open_files,
+        )  # fmt: skip
+        served: list[socket.socket] = []
+        waiting: list[socket.socket] = []
+        try:
+            port = int(wait_for_line(proxy, r"GOLEM_RHINO_PORT=(\d+)").group(1))
+            output = Collected(proxy)
+            # One at a time until a call goes unanswered: the proxy is at its limit.
+            for number in range(limit):
+                client = socket.create_connection(("127.0.0.1", port), timeout=1)
+                call(client, f"c{number}")
+                if not answered(client, f"c{number}"):
+                    waiting.append(client)
+                    break
+                served.append(client)
+            assert waiting, "the limit was never reached"
+            for number in range(3):  # more behind it
+                client = socket.create_connection(("127.0.0.1", port), timeout=10)
+                call(client, f"w{number}")
+                waiting.append(client)
+            for client in served[:4]:  # eight descriptors free
+                client.close()
+            waiting[0].settimeout(10)
+            assert answered(waiting[0], f"c{len(served)}")
+            for number, client in enumerate(waiting[1:]):
+                client.settimeout(10)
+                assert answered(client, f"w{number}")
+        finally:
+            for client in served + waiting:
+                client.close()
+            code = interrupt(proxy)
+            reap(proxy)
+        log, stderr = output.ended()
+    assert code == 0, stderr
+    assert "Traceback" not in log + stderr, stderr
+    assert "reset" not in log, log
+    assert "it waited" in log or "cannot take a connection" in stderr, log + stderr
