@@ -39,6 +39,7 @@ from ..terminal import counted, format_latency, format_size, preview_json, safe_
 from .log_asked import AskedCalls
 from .log_lines import apart_from_stderr, fold_fields
 from .log_repeats import Fold, RepeatFold
+from .log_text import WallClock, styled
 from .log_under import StepsUnderCalls
 from .log_verbosity import ShownAtVerbosity, Verbosity
 
@@ -84,6 +85,9 @@ class EventLog(ShownAtVerbosity):
             if started_wall is not None
             else datetime.datetime.now(datetime.timezone.utc).timestamp()
         )
+        self._wall_clock = WallClock()
+        self._where: tuple[str, int, str] = ("", -1, "")
+        """The last connection a line was shown for, and its columns (`_prefix_pieces`)."""
         self._repeats = RepeatFold()
         self._status_width = _STATUS
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
@@ -105,18 +109,25 @@ class EventLog(ShownAtVerbosity):
         return bool(getattr(self.console.file, "closed", False))
 
     def _clock(self, t: float) -> str:
-        moment = datetime.datetime.fromtimestamp(self.started_wall + t)
-        return moment.strftime("%H:%M:%S.%f")[:-3]
+        return self._wall_clock(self.started_wall + t)
 
     def _prefix(self, t: float, route: str, conn: int) -> Text:
-        return Text.assemble(
+        return styled(self._prefix_pieces(t, route, conn))
+
+    def _prefix_pieces(self, t: float, route: str, conn: int) -> list[tuple[str, str]]:
+        """A line's time, route and connection, as `styled` pieces."""
+        last_route, last_conn, name = self._where
+        if route != last_route or conn != last_conn:  # a burst is mostly one connection's
+            name = f"{safe_text(route, _NAME):<5}"
+            self._where = (route, conn, name)
+        return [
             (self._clock(t), "dim"),
-            " ",
-            (f"{safe_text(route, _NAME):<5}", "cyan"),
-            " ",
+            (" ", ""),
+            (name, "cyan"),
+            (" ", ""),
             (f"#{conn:<3}", "dim"),
-            " ",
-        )
+            (" ", ""),
+        ]
 
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
@@ -276,7 +287,6 @@ class EventLog(ShownAtVerbosity):
             undelivered_status(outcome.text, exchange.undelivered), limit=_STATUS_LIMIT
         )
         style = TONE_STYLES[tone]
-        text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or profile.describe(request), _METHOD)
         if profile.tool_layer and exchange.method == TOOLS_CALL:
             method = f"{method} {safe_text(tool_name(request), _NAME)}"
@@ -286,15 +296,19 @@ class EventLog(ShownAtVerbosity):
         # without their padding (and folded between them, see `handle`).
         width = terminal_width(self.console)
         narrow = width is not None and width < _ALIGNED_WIDTH
-        text.append(method if narrow else f"{method:<32}", "bold")
-        text.append(" ")
-        text.append(status if narrow else self._status_column(status), style)
         latency = format_latency(exchange.latency)
-        text.append(f" {latency}" if narrow else f" {latency:>9}", "dim")
-        text.append(
-            f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
-            "dim",
-        )
+        pieces = self._prefix_pieces(exchange.t, exchange.route, exchange.conn)
+        pieces += [
+            (method if narrow else f"{method:<32}", "bold"),
+            (" ", ""),
+            (status if narrow else self._status_column(status), style),
+            (f" {latency}" if narrow else f" {latency:>9}", "dim"),
+            (
+                f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
+                "dim",
+            ),
+        ]
+        text = styled(pieces)
         if outcome.message and tone is Tone.FAILED:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         for down in exchange.request.routes_down or ():

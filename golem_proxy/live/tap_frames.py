@@ -26,6 +26,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.late_answers import late_violation
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
+from ..slot_init import slot_init
 from .frame_redaction import FrameRedaction
 from .read_on import READ_ON_CHUNKS
 from .redact import Redactor
@@ -55,6 +56,9 @@ class Annotator(Protocol):
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
+# Each frame and answer builds these: their generated __init__ is the slower way (slot_init.py).
+_frame_seen = slot_init(FrameSeen)
+_exchange_completed = slot_init(ExchangeCompleted)
 
 
 class Violated(Protocol):
@@ -225,7 +229,7 @@ class FramePublisher:
         expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
         orphan = answered is not None and answered.orphan
         undelivered, delivered_bytes = self.undelivered(direction)
-        seen = FrameSeen(
+        seen = _frame_seen(
             conn=self.conn,
             route=self.route,
             direction=direction,
@@ -261,7 +265,7 @@ class FramePublisher:
             for found in self.profile.check_exchange(request.message, message):
                 self._violated(direction, index, t, found)
             self.publish(
-                ExchangeCompleted(
+                _exchange_completed(
                     conn=self.conn,
                     route=self.route,
                     request=request,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from json.encoder import encode_basestring
 from typing import Any, Callable
 
 from golem_core.messages import (
@@ -39,6 +40,7 @@ __all__ = [
     "frame_members",
     "frame_type",
     "json_str",
+    "json_text",
     "routes_down_json",
     "tool_calls_json",
 ]
@@ -163,13 +165,13 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
     ident = message.id
     parts = [
         f'{{"seq":{seq},"t":{round(event.t, 6)!r},"kind":"frame","conn":{event.conn},'
-        f'"route":{json_str(event.route)},"dir":"{event.direction.value}","n":{event.index},'
+        f'"route":{json_text(event.route)},"dir":"{event.direction.value}","n":{event.index},'
         f'"size":{event.size},"type":"{frame_type(message)}"'
     ]
     if ident is not None:
-        parts.append(f',"id":{json_str(ident) if isinstance(ident, str) else int(ident)}')
+        parts.append(f',"id":{json_text(ident) if isinstance(ident, str) else int(ident)}')
     if isinstance(message, (Request, Notification)):
-        parts.append(f',"method":{json_str(message.method)}')
+        parts.append(f',"method":{json_text(message.method)}')
     if event.tool_calls is not None:
         parts.append(f',"tool_calls":{json_str(tool_calls_json(event.tool_calls))}')
     if event.expects_answer:
@@ -179,7 +181,7 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
     if event.orphan:
         parts.append(',"orphan":true')
     if event.undelivered:
-        parts.append(f',"undelivered":{json_str(event.undelivered)}')
+        parts.append(f',"undelivered":{json_text(event.undelivered)}')
         if event.delivered_bytes:
             parts.append(f',"delivered_bytes":{event.delivered_bytes}')
     if event.routes_down is not None:
@@ -238,6 +240,9 @@ def _undecodable(message: Message) -> bool:
 
 json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 """A string (or any value) as compact JSON text, without `dumps`' UTF-8 encoding."""
+json_text = encode_basestring
+"""A string, and only a string, as `json_str` writes it: the function `json_str` calls for
+one, without the encoder's method around it (a frame's line has two or three)."""
 
 
 def b64(raw: bytes) -> str:

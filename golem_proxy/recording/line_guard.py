@@ -97,8 +97,11 @@ def strictly_unreadable(payload: bytes, obj: Any, skeleton: bool = False) -> str
     return ""
 
 
-_LARGE_EXPONENT = re.compile(rb"[eE]\+?0*[1-9][0-9]{2}")
-"""An exponent of three digits or more: where a number may be past a float's range."""
+_LARGE_EXPONENT = re.compile(rb"[eE]\+?0*[1-9][0-9]{2,}(?=[\s,}\]]|\Z)")
+"""An exponent of three digits or more, where a number token ends (JSON ends one only before
+a comma, a closing bracket, white space or the end): where a number may be past a float's
+range. Hex in a string (a UUID's ``550e8400-``) is not one; a string holding ``1e400,`` still
+is, and only costs the walk."""
 _SEARCH_UP_TO = 64 * 1024
 """A payload this long or longer is not searched first: its decoded value is walked at once.
 The search for an exponent runs at ~200 MB/s (80 ms for 16 MiB of text), where the walk
@@ -160,6 +163,8 @@ def has_brackets(data: Any, count: int, start: int = 0, end: Optional[int] = Non
     opening brackets (``{`` and ``[``): found one by one, where counting them would read a
     long payload whole, twice."""
     end = len(data) if end is None else end
+    if end - start < count:  # too short to hold them: most frames, at no search at all
+        return False
     for bracket in (b"{", b"["):
         at = data.find(bracket, start, end)
         while at >= 0:

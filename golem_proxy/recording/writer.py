@@ -17,7 +17,7 @@ from golem_core.profiles import Profile, get_profile
 from .. import events
 from ..events import Direction, Event
 from .files import discard_beside, open_beside, put_in_place
-from .frame_lines import b64, encode_frame, json_str, tool_calls_json
+from .frame_lines import b64, encode_frame, json_str, json_text, tool_calls_json
 from .page_cache import WrittenPages
 from .schema import JSON_SAFE, SPOOL_FULL_KIND, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
@@ -191,11 +191,11 @@ def _exchange_line(event: events.ExchangeCompleted, seq: int) -> bytes:
     method = event.method
     return (
         f'{{"seq":{seq},"t":{_json_number(round(event.t, 6))},"kind":"{_exchange_kind(event)}",'
-        f'"conn":{event.conn},"route":{json_str(event.route)},"req":{event.request.index},'
+        f'"conn":{event.conn},"route":{json_text(event.route)},"req":{event.request.index},'
         f'"resp":{event.response.index},'
-        f'"method":{"null" if method is None else json_str(method)},'
-        f'"status":{json_str(outcome.text)},"latency":{_json_number(round(event.latency, 6))},'
-        f'"outcome":{json_str(outcome.kind.value)}}}\n'
+        f'"method":{"null" if method is None else json_text(method)},'
+        f'"status":{json_text(outcome.text)},"latency":{_json_number(round(event.latency, 6))},'
+        f'"outcome":{json_text(outcome.kind.value)}}}\n'
     ).encode("utf-8", JSON_SAFE)
 
 
