@@ -167,8 +167,9 @@ def test_the_start_hint_says_a_rule_for_every_method_leaves_the_tool_names(
         "value; add --redact tools/call:params.name --redact prompts/get:params.name to hide "
         "them",
         "golem-proxy: mcp: --redact result.tools.*.name leaves the tools a tools/list lists "
-        "in clear on the MCP hop: a name of the protocol, not a value; add --redact "
-        "tools/list:result.tools.*.name to hide it",
+        "in clear on the MCP hop (but in an answer whose request the proxy did not see, of no "
+        "known method, where every rule hides what it reaches): a name of the protocol, not a "
+        "value; add --redact tools/list:result.tools.*.name to hide it",
     ]
 
 
