@@ -31,7 +31,7 @@ from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request
 from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FrameSeen
-from ..live.redact_paths import REDACTED
+from ..placeholder import REDACTED
 from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
 from .flows import Flow

@@ -16,7 +16,7 @@ from golem_core.mcp_rules import (
 from golem_core.messages import Request
 from golem_core.profiles.mcp import TOOLS_CALL
 
-from ..live.redact_paths import REDACTED
+from ..placeholder import REDACTED
 from .flow import Flow
 
 __all__ = ["SCHEMA_RULES", "names_placeholder", "recorded_falsely"]
