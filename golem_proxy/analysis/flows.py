@@ -41,6 +41,7 @@ from ..recording.held_frames import add_in_order, forget_in_group
 from .connection_counts import ConnectionCounts
 from .fault_rows import FaultRows, Step
 from .flow import Flow
+from .placeholder_calls import recorded_falsely
 from .proxy_closes import closed_by_proxy
 from .server_stderr import ServerStderrs
 from .settled_rows import SettledRows
@@ -340,7 +341,8 @@ class FlowTracker(SettledRows, FaultRows):
         # A request's, or its answer's (the pair's own checks name the answer).
         flow = self._by_request.get(key) or self._answers.get(key)
         if flow is not None:
-            flow.violations += (event.violation,)
+            if not recorded_falsely(flow, event.violation.rule):
+                flow.violations += (event.violation,)
             return flow
         index, noted = self._last_unpaired.get((event.conn, event.direction), (-1, None))
         if noted is not None and index == event.frame_index:

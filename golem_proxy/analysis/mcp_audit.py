@@ -22,10 +22,7 @@ from typing import Any, Optional
 from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
     R_ANSWER_OF_ANOTHER,
-    R_ARGUMENTS,
-    R_ARGUMENTS_UNCHECKED,
     R_STDOUT,
-    R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     SessionOrder,
     content_violations,
@@ -34,7 +31,7 @@ from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request
 from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..events import Direction, FrameSeen
-from ..live.redact_paths import REDACTED
+from ..placeholder import REDACTED
 from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
 from .flows import Flow
@@ -48,7 +45,7 @@ from .schema_checks import (
 )
 from .tool_calls import attribution_refs
 
-__all__ = ["MAX_PENDING", "SCHEMA_RULES", "McpAuditor", "calls_of_placeholders"]
+__all__ = ["MAX_PENDING", "McpAuditor"]
 
 MAX_PENDING = 10_000
 TOOLS_LIST = "tools/list"
@@ -327,27 +324,6 @@ class McpAuditor:
             SOURCE,
             proxy_by(flow, direction, found),
         )
-
-
-SCHEMA_RULES = frozenset(
-    rule.id for rule in (R_ARGUMENTS, R_ARGUMENTS_UNCHECKED, R_UNDECLARED_ARGUMENT, R_UNKNOWN_TOOL)
-)
-"""The rules that look a call's tool up in the listing, and hold its arguments to its
-schema."""
-
-
-def calls_of_placeholders(flows: Sequence[Flow]) -> set[int]:
-    """The flows among ``flows`` of a ``tools/call`` whose tool's name was redacted: a
-    recording made before `McpAuditor` told a placeholder from a tool holds violations of
-    `SCHEMA_RULES` on them, which name no tool."""
-    found: set[int] = set()
-    for flow in flows:
-        message = flow.request.message if flow.request is not None else None
-        if isinstance(message, Request) and message.method == TOOLS_CALL:
-            name = message.params.get("name") if isinstance(message.params, dict) else None
-            if isinstance(name, str) and REDACTED in name:
-                found.add(flow.number)
-    return found
 
 
 def _id_key(ident: Any) -> tuple[str, Any]:

@@ -17,7 +17,8 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, g
 from ..analysis.coverage import Coverage
 from ..analysis.drift import DriftCollector
 from ..analysis.flow import Flow
-from ..analysis.mcp_audit import MAX_PENDING, SCHEMA_RULES, McpAuditor, calls_of_placeholders
+from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
+from ..analysis.placeholder_calls import recorded_falsely
 from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, json_text, open_flows
@@ -230,9 +231,10 @@ def _audit(
                         (flow.number, flow.failure(trace.profile_for(flow.route)), flow.stderr)
                     )
         found_again = mcp.feed(flows)
-        placeholders = calls_of_placeholders(flows)
+        by_number = {flow.number: flow for flow in flows}
         for finding in audit(events, flows, trace.profile, catalogue, layers):
-            if finding.flow in placeholders and finding.rule in SCHEMA_RULES:
+            row = by_number.get(finding.flow) if finding.flow is not None else None
+            if row is not None and recorded_falsely(row, finding.rule):
                 continue  # recorded taking a redacted name for a tool: `mcp.redacted_names`
             if finding.rule.startswith(MCP_RULES):  # recorded as the session ran
                 recorded_mcp.add(_mcp_key(finding))

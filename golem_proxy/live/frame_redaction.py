@@ -20,7 +20,7 @@ from .redact import REDACTED, Echoes, Redactor, worth_chasing
 from .redact_names import kept_from_echoes, spared_by_rules
 from .tap_parse import encode_redacted
 
-__all__ = ["FrameRedaction", "RedactedFrame", "values_replaced"]
+__all__ = ["FrameRedaction", "RedactedFrame", "of_any_method", "values_replaced"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,10 @@ class FrameRedaction:
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []
             spared = spared_by_rules(full.obj, method, self.profile.tool_layer)
-            obj, redacted = self.redactor.apply(full.obj, method, replaced, spared)
+            unknown = of_any_method(message, role, method)
+            obj, redacted = self.redactor.apply(
+                full.obj, method, replaced, spared, any_method=unknown
+            )
             learned = worth_chasing(replaced)
             echoes.remember(learned)
             if echoes and echoes.might_be_in(payload):
@@ -133,14 +136,24 @@ def values_replaced(
     not: a long blob no rule names costs nothing more."""
     if message.obj is None:
         return ()
+    unknown = of_any_method(message, role, method)
     if elided:
         spared = spared_by_rules(message.obj, method, profile.tool_layer)
-        if not redactor.apply(message.obj, method, None, spared)[1]:
+        if not redactor.apply(message.obj, method, None, spared, any_method=unknown)[1]:
             return ()
         message = profile.parse(payload, role)
         if message.obj is None:
             return ()
     replaced: list[str] = []
     spared = spared_by_rules(message.obj, method, profile.tool_layer)
-    redactor.apply(message.obj, method, replaced, spared)
+    redactor.apply(message.obj, method, replaced, spared, any_method=unknown)
     return worth_chasing(replaced)
+
+
+def of_any_method(message: Message, role: Role, method: Optional[str]) -> bool:
+    """Whether ``message`` is an answer whose request is unknown (unpaired: its request not
+    seen, let go, or of no method): it may be the answer of any method, so every rule
+    applies to it, those scoped to a method too, and no name in it is spared
+    (`spared_by_rules` knows none without a method). Hiding a value it did not need to is
+    the safe side: a rule scoped to ``tools/list`` had left an unpaired listing in clear."""
+    return method is None and role is Role.RESPONSE and message.role is not Role.REQUEST

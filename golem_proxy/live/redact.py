@@ -91,17 +91,20 @@ class Redactor:
         method: Optional[str],
         found: Optional[list[str]] = None,
         spared: Collection[Place] = (),
+        *,
+        any_method: bool = False,
     ) -> tuple[Any, tuple[str, ...]]:
         """Return ``(redacted copy, rules that matched)``; the input is never modified. When
         nothing matches, the same object and ``()`` come back. The string values replaced
         are appended to ``found`` when it is given. A rule for every method (no ``METHOD:``)
         leaves the ``spared`` places as they are (the tool an MCP call names: the protocol's
         name for what is called, not a value of the call); a rule scoped to the method
-        replaces them too."""
+        replaces them too. With ``any_method`` (an answer whose request is unknown: it may
+        be any method's), every rule applies, those scoped to a method too."""
         matched: list[str] = []
         result = obj
         for rule in self.rules:
-            if rule.method is not None and rule.method != method:
+            if rule.method is not None and rule.method != method and not any_method:
                 continue
             if not paths.has_path(result, rule.segments):
                 continue

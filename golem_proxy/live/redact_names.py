@@ -10,6 +10,9 @@ tool, and ``check`` took the placeholder for a tool's name. So:
   ``params.name`` is a GOLEM request's parameter, or a tool's argument, and the same path in
   a ``tools/call`` is the tool; a rule scoped to the method (``tools/call:params.name``)
   hides them;
+- an answer whose request is unknown (unpaired) is of no method: every rule applies to it,
+  and nothing in it is spared (`frame_redaction.of_any_method`): a listing that may be no
+  listing is not trusted with the secrets a rule for every method reaches;
 - a value hidden elsewhere is not hidden in them where it recurs (`Echoes.scrub`'s ``kept``):
   a layer named ``create_layer`` would make ``scene.create_layer`` ``scene.«redacted»``, and
   a tool's name hidden by a scoped rule would take the GOLEM methods it calls with it.
@@ -43,6 +46,9 @@ _NAMING: dict[str, tuple[tuple[str, ...], str]] = {
     "prompts/list": (("result", "prompts", _ANY, "name"), "the prompts a prompts/list lists"),
 }
 """Per MCP method, where its request (or its answer) names a tool or prompt, and what that is."""
+
+_LISTINGS = frozenset(("tools/list", "prompts/list"))
+"""The methods whose answer names the tools or prompts (an answer's method is its request's)."""
 
 _METHOD: Place = ("method",)
 
@@ -90,9 +96,17 @@ def names_spared(text: str) -> Optional[str]:
         "--redact " + method + ":" + ".".join(pattern) for method, _, pattern in spared
     )
     them = "it" if len(spared) == 1 else "them"
+    unpaired = ""
+    if any(method in _LISTINGS for method, _, _ in spared):
+        # Said, as what the listing's row shows then is no name: an answer of no known
+        # method spares nothing (`frame_redaction.of_any_method`).
+        unpaired = (
+            " (but in an answer whose request the proxy did not see, of no known method, "
+            "where every rule hides what it reaches)"
+        )
     return (
-        f"leaves {what} in clear on the MCP hop: a name of the protocol, not a value; "
-        f"add {scoped} to hide {them}"
+        f"leaves {what} in clear on the MCP hop{unpaired}: a name of the protocol, not a "
+        f"value; add {scoped} to hide {them}"
     )
 
 

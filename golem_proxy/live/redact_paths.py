@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Union
 
+from ..placeholder import REDACTED
+
 __all__ = [
     "REDACTED",
     "Place",
@@ -17,8 +19,6 @@ __all__ = [
     "strings_in",
     "values",
 ]
-
-REDACTED = "«redacted»"
 
 Place = tuple[Union[str, int], ...]
 """Where a value is in a message: its keys and indexes from the top (``("params", "name")``)."""

@@ -206,6 +206,8 @@ class FastRecordingReader(RecordingReader):
         route = self._name(match.group(Groups.ROUTE))
         if decoder.answer_of.active:  # as `LineDecoder` tells it every request frame
             decoder.answer_of.asked(route, conn, asked[2])
+        if decoder.steps.asking:  # the server's last frame is an answer (`StepCheck.frame`)
+            decoder.steps.asking.discard(conn)
         profile = self.route_profiles.get(route, self.profile)
         data = match.string
         request = self._frame(match, route, profile, match.start() + 1, asked, Direction.C2S)

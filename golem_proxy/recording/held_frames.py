@@ -23,6 +23,9 @@ import itertools
 from collections import OrderedDict
 from typing import Any, Optional, TypeVar
 
+from golem_core.messages import JsonId
+from golem_core.profiles.members import id_key
+
 from ..events import Direction, FrameSeen, GapReason, ObservationLost
 from ..frame_runs import FrameRuns, frame_runs, numbers_in, run_count
 from ..json_cost import message_holds
@@ -129,6 +132,9 @@ class HeldFrames:
         proxy's gap says the oldest were let go, and what a close forgets (looking at every
         frame held at each close made a file of many connections, each closed with a request
         unanswered, quadratic to read)."""
+        self._ids: dict[tuple[int, str, Any], int] = {}
+        """How many requests wait with each id (its `id_key`), by connection and direction
+        (`waiting_with_id`)."""
         self._pairs: OrderedDict[Key, Key] = OrderedDict()
         """A request's key → its answer's, until their exchange line, in the order answered."""
         self._answer_for: dict[Key, Key] = {}
@@ -153,11 +159,21 @@ class HeldFrames:
         """A request held under ``key`` waits for its answer (none is held for it)."""
         return key in self._requests
 
+    def waiting_with_id(self, conn: int, direction: str, ident: JsonId) -> int:
+        """How many requests of ``conn`` sent ``direction`` (its value) wait for their answer
+        with ``ident`` for their id (``1`` is no ``"1"``, as pairing has it)."""
+        found = id_key(ident)
+        return 0 if found is None else self._ids.get((conn, direction, found), 0)
+
     def hold_request(self, frame: FrameSeen) -> tuple[list[ObservationLost], list[Pair]]:
         """Hold a request until its answer; returns what was let go to stay within the limit
         (`_bound`)."""
         key = self._put(frame)
         self._requests[key] = None
+        ident = id_key(frame.message.id)
+        if ident is not None:
+            counted = (key[0], key[1], ident)
+            self._ids[counted] = self._ids.get(counted, 0) + 1
         self._looks_left += 1
         add_in_order(self._asked, (key[0], key[1]), key)
         return self._bound(frame.t)
@@ -165,7 +181,7 @@ class HeldFrames:
     def hold_answer(self, frame: FrameSeen, asked: Key) -> tuple[list[ObservationLost], list[Pair]]:
         """Hold the answer to the request held under ``asked`` (it `waiting`) until their
         exchange line; the request waits no more. Returns what was let go (`_bound`)."""
-        self._stop_waiting(asked)
+        self._stop_waiting(asked, self.frames[asked])
         key = self._put(frame)
         self._pairs[asked] = key
         self._answer_for[key] = asked
@@ -191,7 +207,7 @@ class HeldFrames:
         if frame is None:
             return None
         if key in self._requests:
-            self._stop_waiting(key)
+            self._stop_waiting(key, frame)
         elif key in self._pairs:
             answer = self._pairs.pop(key)
             forget_in_group(self._pairs_of, key[0], key)
@@ -270,9 +286,18 @@ class HeldFrames:
             self.held_bytes -= self._costs.pop(key)
         return frame
 
-    def _stop_waiting(self, key: Key) -> None:
+    def _stop_waiting(self, key: Key, frame: FrameSeen) -> None:
+        """The request ``frame``, held under ``key``, waits no more."""
         del self._requests[key]
         forget_in_group(self._asked, (key[0], key[1]), key)
+        ident = id_key(frame.message.id)
+        if ident is not None:
+            counted = (key[0], key[1], ident)
+            left = self._ids[counted] - 1
+            if left:
+                self._ids[counted] = left
+            else:
+                del self._ids[counted]
 
     def _bound(self, t: float) -> tuple[list[ObservationLost], list[Pair]]:
         """Past the limit, let go until `LET_GO_TO` of it is held: first the oldest pairs

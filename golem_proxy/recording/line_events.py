@@ -37,6 +37,7 @@ from .members import (
 from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, Header, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
+from .step_check import StepCheck
 from .time_watch import TimeWatch
 from .unheld_exchanges import UnheldExchange, UnheldExchanges
 from .v1_pairing import V1Pairing
@@ -85,6 +86,9 @@ class LineDecoder:
         self._number = 0
         self.frames = HeldFrames(in_flight)
         """What an exchange line may still name (`HeldFrames`: within a bound)."""
+        self.steps = StepCheck(self.frames, header)
+        """Refuses a step of the proxy's whose ``among`` or ``server_request`` the lines
+        before it cannot bear out (`decode` only: a reader that holds no frames has none)."""
         self.said: list[events.Event] = []
         """Events the reader makes of no line, for what it let go past its bound (`_let_go`):
         the exchanges of pairs and the gaps of requests, after the event of the line that
@@ -129,6 +133,8 @@ class LineDecoder:
         self.seq.see(data.get("seq"), kind, number)
         t = float(data.get("t", 0.0))
         self.times.see(t, kind, data.get("conn", 0), data.get("dir"), number)
+        if isinstance(event, (events.FaultInjected, events.InterceptStep)):
+            self.steps.check(event, lines_lost=self.seq.count > 0)
         return event
 
     def decode_object(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
@@ -141,6 +147,7 @@ class LineDecoder:
             self.v1.other(event)
         if isinstance(event, events.ConnectionClosed):
             self.frames.forget_connection(event.conn)
+            self.steps.closed(event.conn)
         elif isinstance(event, events.ObservationLost) and event.reason is _EVICTED:
             # The views let go what this reader did, named (`HeldFrames.evicted`).
             event = self.frames.evicted(event)
@@ -164,6 +171,7 @@ class LineDecoder:
             return self._frame(data, payload, t)
         if kind == "gap":
             self.answer_of.missed()
+            self.steps.lost(0)
             return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
@@ -218,6 +226,7 @@ class LineDecoder:
             return self._session(lost)
         if kind == SPOOL_FULL_KIND:
             full = events.SpoolFull(t=t, limit=member_int(data, "limit", 0))
+            self.steps.lost(0)
             if self.spool_full is None:
                 self.spool_full = full
             return full
@@ -247,6 +256,7 @@ class LineDecoder:
                 frames=member_frame_runs(data) if self.v1 is None else None,
                 answers=member_optional_int(data, "answers"),
             )
+            self.steps.lost(conn)
             # Connection 0 is the session's (a copy written before the writer wrote such an
             # event back as its own kind said it this way).
             return self._session(lost) if conn == 0 and reason in _SESSION_REASONS else lost
@@ -254,6 +264,7 @@ class LineDecoder:
 
     def _session(self, lost: events.ObservationLost) -> events.ObservationLost:
         """Note where observation stopped, or restarted, for the views' notes."""
+        self.steps.lost(0)
         if lost.reason is events.GapReason.STOPPED:
             self.stopped = lost
         else:
@@ -300,6 +311,7 @@ class LineDecoder:
                 check.check(frame.answer_of)
             elif frame.direction is Direction.C2S:
                 check.asked(frame.route, frame.conn, frame.index)
+        self.steps.frame(frame)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
         elif self.on_frame is not None and payload is not None:

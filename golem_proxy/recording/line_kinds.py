@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Union
 
 from golem_core.framing import FrameErrorKind
+from golem_core.profiles.members import id_key
 
 from .. import events
 from ..events import Event
@@ -61,6 +62,13 @@ def _proxy_action(
         if server_request and place["direction"] is not events.Direction.S2C:
             # The server's own request travels from the server: a client's frame is none.
             raise RecordingError("server_request on a step of the client's frame (dir c2s)")
+        among = member_among(data)
+        if among > 1:
+            # Only an answer shares its id with requests waiting; the proxy names its id.
+            if place["direction"] is not events.Direction.S2C or server_request:
+                raise RecordingError("among over 1 on a step of a request: only an answer has it")
+            if id_key(ident) is None:
+                raise RecordingError("among over 1 on a step without the answer's id")
         return events.FaultInjected(
             **place,
             fault=fault,
@@ -71,7 +79,7 @@ def _proxy_action(
             original=original,
             redacted=redacted,
             message_id=ident,
-            among=member_among(data),
+            among=among,
             server_request=server_request,
         )
     if data.get("kind") == "intercept":

@@ -148,3 +148,48 @@ def test_a_peers_failure_among_the_rows_of_an_ambiguous_drop_counts_as_an_error(
     assert stats.returncode == 0, stats.stderr
     methods = {row["method"]: row for row in json.loads(stats.stdout)["methods"]}
     assert [(methods[m]["errors"], methods[m]["by_proxy"]) for m in ("a", "b")] == [(1, 1)] * 2
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            (b'"among":2', b'"among":1000'),
+            "among says 1000 requests waited with id 1; the lines before it hold 2 waiting",
+        ),
+        (
+            (b'"among":2,', b'"server_request":true,'),
+            "server_request on a frame withheld that is no request of the server's",
+        ),
+    ],
+)
+def test_a_step_claiming_more_than_the_recording_holds_is_refused_by_every_view(
+    plugin: ReversingPlugin, tmp_path: Path, edit: tuple[bytes, bytes], said: str
+) -> None:
+    """The recording of the ambiguous drop, its fault line edited to say 1000 requests waited
+    with the id (two did), or that the answer dropped was a request of the server's own. Every
+    view had believed it: 1000 in the rows' words, or the drop on row ``b`` as its request
+    "undelivered" and nothing said to be not inspected. Each refuses the file, naming the
+    line, as it refuses an ``among`` below 1."""
+    record = tmp_path / "repeated.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0=127.0.0.1:{plugin.port}", "--record", str(record),
+        "--fault", "drop:dir=s2c,times=1",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as client:
+            client.sendall(REPEATED)
+            assert _read(client)["result"] == {"of": "a"}
+    finally:
+        cli.stop()
+    lines = record.read_bytes().splitlines(keepends=True)
+    [at] = [n for n, line in enumerate(lines) if b'"kind":"fault"' in line]
+    assert edit[0] in lines[at]
+    lines[at] = lines[at].replace(*edit)
+    crafted = tmp_path / "crafted.jsonl"
+    crafted.write_bytes(b"".join(lines))
+    for command in (["show"], ["show", "--json"], ["check"], ["stats"], ["stats", "--json"]):
+        done = run_cli(*command, str(crafted))
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert done.stderr.startswith(f"golem-proxy: {crafted}: line {at + 1}: {said}"), command
+        assert done.stderr.count("\n") == 1, done.stderr  # one line

@@ -5,18 +5,22 @@ in the MCP hop's tool names (live/redact_names.py)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM, MCP, Profile
+from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.live.frame_redaction import FrameRedaction, values_replaced
 from golem_proxy.live.redact import REDACTED, Redactor
 from golem_proxy.live.redact_names import names_spared
+from golem_proxy.live.tap import ConnectionTap
 
 
-def _frame(redaction: FrameRedaction, obj: Any, role: Role, method: str) -> dict[str, Any]:
+def _frame(
+    redaction: FrameRedaction, obj: Any, role: Role, method: Optional[str]
+) -> dict[str, Any]:
     payload = json.dumps(obj).encode()
     message = redaction.profile.parse(payload, role)
     done = redaction.frame(payload, message, role, method)
@@ -120,8 +124,47 @@ def test_the_start_hint_names_the_scoped_rules() -> None:
         "--redact prompts/get:params.name to hide them"
     )
     assert names_spared("result.tools.0.name") == (
-        "leaves the tools a tools/list lists in clear on the MCP hop: a name of the protocol, "
-        "not a value; add --redact tools/list:result.tools.*.name to hide it"
+        "leaves the tools a tools/list lists in clear on the MCP hop (but in an answer whose "
+        "request the proxy did not see, of no known method, where every rule hides what it "
+        "reaches): a name of the protocol, not a value; add --redact "
+        "tools/list:result.tools.*.name to hide it"
     )
     for other in ("tools/call:params.name", "params.code", "params.arguments.name", "params"):
         assert names_spared(other) is None
+
+
+@pytest.mark.parametrize("rule", ["result.tools.*.name", "tools/list:result.tools.*.name"])
+def test_an_answer_whose_request_is_unknown_is_redacted_by_every_rule(rule: str) -> None:
+    """A listing whose request the tap did not see (unpaired: its method unknown) may be the
+    answer of any method: the names a rule for every method spares in a ``tools/list``
+    answer are hidden in it, and a rule scoped to ``tools/list`` hides them too (it had left
+    them in clear: the rule the start hint names to hide a listing's names)."""
+    mcp = FrameRedaction(MCP, Redactor([rule]))
+    listed = _frame(mcp, LISTING, Role.RESPONSE, None)
+    assert listed["result"]["tools"][0]["name"] == REDACTED
+    # Known to answer another method, a rule scoped to tools/list is not its.
+    other = _frame(FrameRedaction(MCP, Redactor([rule])), LISTING, Role.RESPONSE, "ping")
+    assert other["result"]["tools"][0]["name"] == ("create_layer" if ":" in rule else REDACTED)
+    payload = json.dumps(LISTING).encode()
+    message = MCP.parse(payload, Role.RESPONSE)
+    learned = values_replaced(MCP, Redactor([rule]), payload, message, Role.RESPONSE, None)
+    assert learned == ("create_layer",)
+
+
+def test_the_tap_redacts_a_listing_it_cannot_pair_by_every_rule() -> None:
+    """The tap's frames: a listing answering the ``tools/list`` it saw keeps its names under
+    a rule for every method; one whose request it did not see (a later id) loses them, under
+    that rule and under one scoped to ``tools/list``, and its frame says which rule did."""
+    for rule in ("result.tools.*.name", "tools/list:result.tools.*.name"):
+        events: list[object] = []
+        tap = ConnectionTap(1, "mcp", MCP, events.append, redactor=Redactor([rule]))
+        asked = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        tap.process(Direction.C2S, json.dumps(asked).encode() + b"\n", 0.0)
+        tap.process(Direction.S2C, json.dumps(LISTING).encode() + b"\n", 0.1)
+        unpaired = {**LISTING, "id": 9}
+        tap.process(Direction.S2C, json.dumps(unpaired).encode() + b"\n", 0.2)
+        paired, orphan = [e for e in events if isinstance(e, FrameSeen)][1:]
+        names = [json.loads(f.payload)["result"]["tools"][0]["name"] for f in (paired, orphan)]
+        kept = REDACTED if ":" in rule else "create_layer"
+        # (Its description's "create_layer" goes too, as an echo of the name it hid.)
+        assert (names, orphan.redacted[0]) == ([kept, REDACTED], rule), rule

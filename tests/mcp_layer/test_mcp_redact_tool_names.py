@@ -126,6 +126,12 @@ def test_a_rule_scoped_to_tools_call_hides_the_tool_and_check_does_not_look_it_u
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "no contract violations" in checked.stdout, checked.stdout
     assert "seq" not in checked.stderr
+    # The rows drop them by the same rule: show's ⚠ column and stats counted each such call.
+    rows = [json.loads(line) for line in run_cli("show", "--json", str(old)).stdout.splitlines()]
+    assert [row["violations"] for row in rows if row["method"] == "tools/call"] == [[]] * 3
+    assert "⚠ " not in run_cli("show", str(old)).stdout
+    stats = json.loads(run_cli("stats", "--json", str(old)).stdout)
+    assert {row["method"]: row["with_violations"] for row in stats["methods"]}["tools/call"] == 0
 
 
 def test_a_listing_with_redacted_names_builds_no_tool_of_the_placeholder(
@@ -161,8 +167,9 @@ def test_the_start_hint_says_a_rule_for_every_method_leaves_the_tool_names(
         "value; add --redact tools/call:params.name --redact prompts/get:params.name to hide "
         "them",
         "golem-proxy: mcp: --redact result.tools.*.name leaves the tools a tools/list lists "
-        "in clear on the MCP hop: a name of the protocol, not a value; add --redact "
-        "tools/list:result.tools.*.name to hide it",
+        "in clear on the MCP hop (but in an answer whose request the proxy did not see, of no "
+        "known method, where every rule hides what it reaches): a name of the protocol, not a "
+        "value; add --redact tools/list:result.tools.*.name to hide it",
     ]
 
 

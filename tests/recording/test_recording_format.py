@@ -616,8 +616,12 @@ def test_a_fault_line_claiming_what_the_proxy_never_writes_is_refused() -> None:
         b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"DIR","fault":"drop",'
         b'"detail":"withheld","method":"ping","withheld":true'
     )
-    fine = header + line.replace(b"DIR", b"s2c") + b',"among":2,"server_request":false}\n'
-    (fault,) = list(RecordingReader(io.BytesIO(fine)))
+    # Two requests wait with the answer's id (what more among may say: test_step_claims.py).
+    asked = [frame(b'{"id": 1, "method": "ping", "params": {}}', index=n) for n in (0, 1)]
+    fine = write_recording(asked)
+    fine += line.replace(b"DIR", b"s2c").replace(b'"seq":1,', b'"seq":3,')
+    fine += b',"id":1,"among":2,"server_request":false}\n'
+    (*_, fault) = list(RecordingReader(io.BytesIO(fine)))
     assert isinstance(fault, FaultInjected) and fault.among == 2
     refused = {
         b's2c",': (b',"among":0}', "line 2: among must be a whole number from 1"),
