@@ -124,3 +124,24 @@ def test_a_well_formed_recording_says_nothing(tmp_path: Path) -> None:
     path = _recording(tmp_path)
     done = run_cli("show", str(path))
     assert done.returncode == 0 and "exchange names" not in done.stderr, done.stderr
+
+
+def test_check_counts_exchange_lines_that_pair_nothing_as_not_inspected(tmp_path: Path) -> None:
+    """`check` never passes a file whose exchange lines name frames it does not hold: exit 3,
+    as for lines lost, with the first line said and the others counted."""
+    path = _recording(tmp_path, *ANSWER_TO_NO_REQUEST, _exchange(7, 8, 8))
+    done = run_cli("check", str(path))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    first = ANSWER_TO_NO_REQUEST_NOTE.split("; an answer it names")[0]
+    assert (
+        f"not inspected: exchange lines naming frames the lines before them do not hold "
+        f"({first} and 1 other): flows near them may be wrong"
+    ) in done.stdout.splitlines(), done.stdout
+    assert "the session was not inspected whole (exit 3;" in done.stdout
+    assert run_cli("check", "--allow-incomplete", str(path)).returncode == 0
+    report = json.loads(run_cli("check", "--json", str(path)).stdout)
+    assert report["complete"] is False
+    assert report["not_inspected"]["unpaired_exchanges"] == {"lines": 2, "first": first}
+    # A whole file says none.
+    whole = json.loads(run_cli("check", "--json", str(_recording(tmp_path))).stdout)
+    assert whole["not_inspected"]["unpaired_exchanges"] == {"lines": 0, "first": None}
