@@ -109,6 +109,9 @@ class Loader:
         self.rows: list[Optional[Row]] = []
         self.orphans: list[Orphan] = []
         self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
+        # Keys of the requests stored and not answered yet: an answer read while its request
+        # is not waiting (read after it, answered already) pairs nothing, as in the reader.
+        self.waiting: set[bytes] = set()
         self._view: Any = None  # of the buffer, while `scan` runs
         self._names = Names()
 
@@ -129,7 +132,6 @@ class Loader:
 
     def _scan(self, previous: int, end: int) -> None:
         buffer = self.buffer
-        frames = self.frames
         pair = self._pair
         append = self.rows.append
         name = self._names
@@ -168,7 +170,7 @@ class Loader:
                 key = match.group(11)
                 if key is not None:
                     check(buffer, view, match.start(15), match.end(15))
-                    frames[key] = match
+                    self._hold(key, match, self._answers_in(match, key))
                     if answer_of.active:
                         answer_of.asked_key(key, name[match[12]])
                     if self.partial:
@@ -268,13 +270,43 @@ class Loader:
         )
         direction = C2S if frame.direction.value == "c2s" else S2C
         key = _pair_key(frame.conn, route) + direction + b"%d" % frame.index
-        self.frames[key] = info
+        if not self._hold(key, info, frame.answers):
+            return
         if frame.answers is not None:
             self.answers[key] = frame.answers
         else:
             self.answers.pop(key, None)
+
+    def _answers_in(self, match: Any, key: bytes) -> Optional[int]:
+        """The ``answers`` of the frame line ``match`` (an answer's), None for a request's
+        or when it says none."""
+        if C2S in key:
+            return None
+        said = _ANSWERS.search(self.buffer, match.end(13), match.start(15))
+        return None if said is None else int(said.group(1))
+
+    def _hold(self, key: bytes, frame: Any, answers: Optional[int]) -> bool:
+        """Keep ``frame`` under ``key`` for an exchange line to pair, as the reader holds it
+        (`LineDecoder._frame`): a request until its answer; an answer whose ``answers``
+        names a request not waiting (read after it, or answered already: a damaged or edited
+        file) is no pair, its own row in the views, and is not kept. Returns whether it was.
+        In part of a file, a request the part never held is the part before's to decide."""
         if self.partial:
             self.stored.add(key)
+        if C2S in key or answers is None:
+            # A request; or a client's answer to the server (no exchange line pairs it), or
+            # an answer that says nothing of its request (a version-1 file): kept as read.
+            if C2S in key and answers is None:
+                self.waiting.add(key)
+            self.frames[key] = frame
+            return True
+        asked = key[: key.index(S2C)] + C2S + b"%d" % answers
+        if asked in self.waiting:
+            self.waiting.discard(asked)
+        elif not self.partial or asked in self.stored:
+            return False
+        self.frames[key] = frame
+        return True
 
     def _answers_of(self, key: Optional[bytes]) -> Optional[bytes]:
         """The ``answers`` of the frame held under ``key``, as text (None: none held, or it
@@ -303,6 +335,7 @@ class Loader:
         req = self._answers_of(response_key) or req
         request_key = head + C2S + req
         request = self.frames.pop(request_key, None)
+        self.waiting.discard(request_key)
         response = self.frames.pop(response_key, None)
         self.answers.pop(response_key, None)
         if request is not None and response is not None:
@@ -344,6 +377,7 @@ class Loader:
 
     def _take(self, key: Optional[bytes]) -> Optional[FrameInfo]:
         mine = None if key is None else self.frames.pop(key, None)
+        self.waiting.discard(key or b"")
         self.answers.pop(key or b"", None)
         return None if mine is None else self._info(mine)
 
