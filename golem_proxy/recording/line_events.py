@@ -38,6 +38,7 @@ from .schema import SESSION_END_KIND, SPOOL_FULL_KIND, VERSION, Header, Recordin
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .time_watch import TimeWatch
+from .tool_call_check import ToolCallCheck
 from .unheld_exchanges import UnheldExchange, UnheldExchanges
 from .v1_pairing import V1Pairing
 
@@ -80,6 +81,8 @@ class LineDecoder:
         self.routes = routes or {}
         self.answer_of = AnswerOfCheck(self.routes, header)
         """Refuses a tool call's ``answer_of`` naming a GOLEM request no line before holds."""
+        self.tool_calls = ToolCallCheck(self.routes, header)
+        """Refuses a ``tool_calls`` naming an MCP tool call no line before holds."""
         self.unheld = UnheldExchanges()
         """Exchange lines naming frames this reader does not hold (`UnheldExchanges`)."""
         self._number = 0
@@ -135,6 +138,12 @@ class LineDecoder:
         """The event of a line already parsed (`event_object`: its members and verbatim
         payload), checked as `decode` checks it. Raises RecordingError."""
         event = self._decode(data, payload)
+        if (
+            isinstance(event, events.ConnectionClosed)
+            and event.tool_calls
+            and self.tool_calls.active
+        ):
+            self.tool_calls.check(event.tool_calls)
         if self.ended is not None and event is not None and event is not self.ended:
             self.ended = None
         if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
@@ -164,6 +173,7 @@ class LineDecoder:
             return self._frame(data, payload, t)
         if kind == "gap":
             self.answer_of.missed()
+            self.tool_calls.missed()
             return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
@@ -300,6 +310,9 @@ class LineDecoder:
                 check.check(frame.answer_of)
             elif frame.direction is Direction.C2S:
                 check.asked(frame.route, frame.conn, frame.index)
+            calls = self.tool_calls
+            calls.check(frame.tool_calls)
+            calls.sent(frame)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
         elif self.on_frame is not None and payload is not None:
