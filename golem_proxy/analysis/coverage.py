@@ -3,7 +3,8 @@ as `show` names their rows, ``unobserved:REASON``), the requests let go before t
 (rows of status ``evicted``), the frames the proxy withheld from the client (never recorded),
 and the events the recorder could not keep. `check` says them, so that a session it only
 partly inspected never reads as a clean, complete pass; and how the recording itself ends
-(cut short, still being written, lines lost, requests still waiting where it ends).
+(cut short, still being written, lines lost, exchange lines naming frames it does not hold,
+requests still waiting where it ends).
 
 Counted from what the flows and the recording already say (`Flow.gap`, `Flow.let_go`, a
 `ProxyAction`'s ``withheld``), never decided again here."""
@@ -163,6 +164,11 @@ class Coverage:
         """Places where the lines' numbering breaks: lines lost or out of order."""
         self.first_seq_break = ""
         """The first of them, in words (``line 5: seq jumps from 4 to 9 (…)``)."""
+        self.unpaired = 0
+        """Exchange lines naming frames the lines before them do not hold (a line lost, or
+        lines edited): they pair nothing, and the flows near them may be wrong."""
+        self.first_unpaired = ""
+        """The first of them, in words (``line 26: an exchange names request 2 …``)."""
 
     def add(self, events: Iterable[Event], flows: Iterable[Flow]) -> None:
         """Count one piece of a trace: its flows and the events they were built from."""
@@ -194,6 +200,10 @@ class Coverage:
         self.seq_breaks = seq.count
         if seq.first is not None:
             self.first_seq_break = f"line {seq.first.line}: {seq.first.describe()}"
+        unheld = reader.unheld
+        self.unpaired = unheld.count
+        if unheld.first is not None:
+            self.first_unpaired = f"line {unheld.first.line}: {unheld.first.describe()}"
 
     @property
     def withheld_frames(self) -> int:
@@ -202,8 +212,8 @@ class Coverage:
     @property
     def complete(self) -> bool:
         """Nothing of the session went uninspected, as far as the recording tells: a file
-        cut short, still being written, with lines lost or requests still waiting where it
-        ends is not the whole session either."""
+        cut short, still being written, with lines lost, exchange lines that pair nothing
+        or requests still waiting where it ends is not the whole session either."""
         return not (
             self.gaps.gaps
             or self.evicted
@@ -213,6 +223,7 @@ class Coverage:
             or self.pending
             or self.unfinished
             or self.seq_breaks
+            or self.unpaired
         )
 
     def lines(self) -> list[str]:
@@ -260,6 +271,13 @@ class Coverage:
                 "not inspected: lines the recording lacks or holds out of order "
                 f"({self.first_seq_break}{more}): flows near them may be wrong"
             )
+        if self.unpaired:
+            others = self.unpaired - 1
+            more = f" and {counted(others, 'other')}" if others else ""
+            lines.append(
+                "not inspected: exchange lines naming frames the lines before them do not "
+                f"hold ({self.first_unpaired}{more}): flows near them may be wrong"
+            )
         if self.unfinished:
             lines.append(f"not inspected: {self._end_text()} ({'; '.join(self.unfinished)})")
         if self.pending:
@@ -286,6 +304,7 @@ class Coverage:
             },
             "events_not_recorded": self.events_not_recorded,
             "lines_lost": {"places": self.seq_breaks, "first": self.first_seq_break or None},
+            "unpaired_exchanges": {"lines": self.unpaired, "first": self.first_unpaired or None},
             "unfinished": (
                 {"why": self.unfinished, "being_written": self.being_written}
                 if self.unfinished

@@ -222,6 +222,8 @@ class FastRecordingReader(RecordingReader):
             response=response,
             outcome=profile.outcome(request.message, response.message),
         )
+        if decoder.tool_calls.active:  # as `LineDecoder` tells it every frame
+            decoder.tool_calls.sent(request)
         return request, response, exchange
 
     def _frame(

@@ -39,6 +39,7 @@ from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .step_check import StepCheck
 from .time_watch import TimeWatch
+from .tool_call_check import ToolCallCheck
 from .unheld_exchanges import UnheldExchange, UnheldExchanges
 from .v1_pairing import V1Pairing
 
@@ -81,6 +82,8 @@ class LineDecoder:
         self.routes = routes or {}
         self.answer_of = AnswerOfCheck(self.routes, header)
         """Refuses a tool call's ``answer_of`` naming a GOLEM request no line before holds."""
+        self.tool_calls = ToolCallCheck(self.routes, header)
+        """Refuses a ``tool_calls`` naming an MCP tool call no line before holds."""
         self.unheld = UnheldExchanges()
         """Exchange lines naming frames this reader does not hold (`UnheldExchanges`)."""
         self._number = 0
@@ -141,6 +144,12 @@ class LineDecoder:
         """The event of a line already parsed (`event_object`: its members and verbatim
         payload), checked as `decode` checks it. Raises RecordingError."""
         event = self._decode(data, payload)
+        if (
+            isinstance(event, events.ConnectionClosed)
+            and event.tool_calls
+            and self.tool_calls.active
+        ):
+            self.tool_calls.check(event.tool_calls)
         if self.ended is not None and event is not None and event is not self.ended:
             self.ended = None
         if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
@@ -172,6 +181,7 @@ class LineDecoder:
         if kind == "gap":
             self.answer_of.missed()
             self.steps.lost(0)
+            self.tool_calls.missed()
             return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
@@ -311,6 +321,9 @@ class LineDecoder:
                 check.check(frame.answer_of)
             elif frame.direction is Direction.C2S:
                 check.asked(frame.route, frame.conn, frame.index)
+            calls = self.tool_calls
+            calls.check(frame.tool_calls)
+            calls.sent(frame)
         self.steps.frame(frame)
         if self.v1 is not None:
             frame = self.v1.frame(frame)

@@ -5,16 +5,17 @@ line-by-line half of scan.py, which reads a whole file, in two processes when it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from golem_core.messages import Role
 from golem_core.profiles import Profile
 
-from ..events import AnswerOf
+from ..events import AnswerOf, ToolCallRef
 from ..terminal import safe_text
 from .frame_reading import event_object, read_frame
 from .line_events import LineDecoder
-from .line_guard import check_line
+from .line_guard import check_line, decode_payload
 from .members import (
     member_int,
     member_number,
@@ -31,6 +32,7 @@ from .schema import (
     RecordingError,
     dumps,
 )
+from .tool_call_check import calls_in_line
 
 __all__ = ["FrameInfo", "Loader", "Orphan", "Part", "Row"]
 
@@ -74,6 +76,8 @@ class Part:
     claims: list[tuple[int, AnswerOf]]
     """The ``answer_of`` of a tool call's answer naming a GOLEM request the part does not
     hold before it, with the newline before its line: the lines before the part decide."""
+    call_claims: list[tuple[int, tuple[ToolCallRef, ...]]] = field(default_factory=list)
+    """The same for a ``tool_calls`` naming an MCP tool call the part does not hold."""
 
 
 class Loader:
@@ -98,6 +102,11 @@ class Loader:
         # Told every request frame, as the reader's is, and every gap line (`_reader`).
         self._answer_of = self._reader.answer_of
         self.claims: list[tuple[int, AnswerOf]] = []
+        # Told every frame of the MCP hop and every tool_calls, as the reader's is.
+        self._tool_calls = self._reader.tool_calls
+        self.call_claims: list[tuple[int, tuple[ToolCallRef, ...]]] = []
+        if partial:
+            self._tool_calls.deferred = []
         self.buffer = buffer
         self.max_line = max_line
         self.partial = partial
@@ -109,6 +118,9 @@ class Loader:
         self.rows: list[Optional[Row]] = []
         self.orphans: list[Orphan] = []
         self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
+        # Keys of the requests stored and not answered yet: an answer read while its request
+        # is not waiting (read after it, answered already) pairs nothing, as in the reader.
+        self.waiting: set[bytes] = set()
         self._view: Any = None  # of the buffer, while `scan` runs
         self._names = Names()
 
@@ -129,7 +141,6 @@ class Loader:
 
     def _scan(self, previous: int, end: int) -> None:
         buffer = self.buffer
-        frames = self.frames
         pair = self._pair
         append = self.rows.append
         name = self._names
@@ -153,6 +164,7 @@ class Loader:
                     check(buffer, view, match.start(10), match.end(10))
                     if answer_of.active:
                         answer_of.asked(name[route], int(match[2]), int(match[4]))
+                        self._whole_calls(match, name[route])
                     append(
                         (
                             name[route],
@@ -168,9 +180,10 @@ class Loader:
                 key = match.group(11)
                 if key is not None:
                     check(buffer, view, match.start(15), match.end(15))
-                    frames[key] = match
+                    self._hold(key, match, self._answers_in(match, key))
                     if answer_of.active:
                         answer_of.asked_key(key, name[match[12]])
+                        self._frame_calls(match, key, name[match[12]])
                     if self.partial:
                         self.stored.add(key)
                 else:
@@ -182,6 +195,47 @@ class Loader:
                 raise RecordingError(exc.what, line=at if exc.line is None else exc.line) from None
         if previous < end - 1:
             self._gap(previous, end - 1)
+
+    def _whole_calls(self, match: Any, route: str) -> None:
+        """Tell the tool call check of a whole exchange's frames: the MCP hop's request, or
+        the calls the GOLEM frames name (`_calls`)."""
+        if route in self._tool_calls.layer_routes:
+            self._mcp_request(route, int(match[2]), int(match[4]), match.start(7), match.end(7))
+            return
+        self._calls(calls_in_line(self.buffer, match.start(), match.start(7)), match.start())
+        second = self.buffer.find(b"\n", match.end(7))  # the newline before the answer's line
+        self._calls(calls_in_line(self.buffer, second, match.start(10)), second)
+
+    def _frame_calls(self, match: Any, key: bytes, route: str) -> None:
+        """`_whole_calls` for one frame's line, ``key`` its pairing key."""
+        if route not in self._tool_calls.layer_routes:
+            self._calls(calls_in_line(self.buffer, match.start(), match.start(15)), match.start())
+        elif C2S in key:
+            conn = int(key[len(b'"conn":') : key.index(b",")])
+            index = int(key[key.rindex(b":") + 1 :])
+            self._mcp_request(route, conn, index, match.start(15), match.end(15))
+
+    def _mcp_request(self, route: str, conn: int, index: int, start: int, end: int) -> None:
+        """A request frame of the MCP hop, its payload at ``start:end``: parsed as the reader
+        parses it, for the tool call it may be."""
+        profile = self.routes.get(route, self.profile)
+        message = profile.parse_decoded(decode_payload(self.buffer[start:end]), Role.REQUEST)
+        self._tool_calls.asked(conn, index, message)
+
+    def _calls(self, calls: Optional[tuple[ToolCallRef, ...]], newline: int) -> None:
+        """Check the ``tool_calls`` of the line after the newline at ``newline``; in part of
+        the file, one the part does not hold is the lines before it to decide (`adopt`)."""
+        try:
+            self._tool_calls.check(calls)
+        except RecordingError as exc:
+            raise RecordingError(exc.what, line=newline) from None
+        self._claim_calls(newline)
+
+    def _claim_calls(self, newline: int) -> None:
+        deferred = self._tool_calls.deferred
+        if deferred:
+            self.call_claims.extend((newline, calls) for calls in deferred)
+            deferred.clear()
 
     def _over_budget(self, newline: int, end: int) -> bool:
         """Whether a line whose parse would cost more than the reader's budget is among those
@@ -211,7 +265,7 @@ class Loader:
             newline = following
 
     def part(self) -> Part:
-        return Part(self.rows, self.orphans, self.claims)
+        return Part(self.rows, self.orphans, self.claims, self.call_claims)
 
     def _gap(self, start: int, newline: int) -> None:
         """Whole lines the fast pattern did not take (other events, frames and exchanges in
@@ -243,6 +297,7 @@ class Loader:
         # Checked as the reader checks it (an exchange line too: its frames are in
         # ``self.frames``, not the reader's, so it pairs nothing there).
         self._reader.decode_object(data, payload)
+        self._claim_calls(newline)  # a close's tool_calls
         if kind == "exchange":
             head = _pair_key(member_int(data, "conn", 0), member_str(data, "route", ""))
             self._pair(head, b"%d" % member_int(data, "req"), b"%d" % member_int(data, "resp"))
@@ -259,6 +314,9 @@ class Loader:
             self.claims.append((newline, found))  # the lines before the part decide: `adopt`
         elif found is not None:
             answer_of.check(found)
+        if answer_of.active:
+            self._calls(frame.tool_calls, newline)
+            self._tool_calls.sent(frame)
         info: FrameInfo = (
             frame.route,
             member_optional_str(data, "method"),
@@ -268,13 +326,43 @@ class Loader:
         )
         direction = C2S if frame.direction.value == "c2s" else S2C
         key = _pair_key(frame.conn, route) + direction + b"%d" % frame.index
-        self.frames[key] = info
+        if not self._hold(key, info, frame.answers):
+            return
         if frame.answers is not None:
             self.answers[key] = frame.answers
         else:
             self.answers.pop(key, None)
+
+    def _answers_in(self, match: Any, key: bytes) -> Optional[int]:
+        """The ``answers`` of the frame line ``match`` (an answer's), None for a request's
+        or when it says none."""
+        if C2S in key:
+            return None
+        said = _ANSWERS.search(self.buffer, match.end(13), match.start(15))
+        return None if said is None else int(said.group(1))
+
+    def _hold(self, key: bytes, frame: Any, answers: Optional[int]) -> bool:
+        """Keep ``frame`` under ``key`` for an exchange line to pair, as the reader holds it
+        (`LineDecoder._frame`): a request until its answer; an answer whose ``answers``
+        names a request not waiting (read after it, or answered already: a damaged or edited
+        file) is no pair, its own row in the views, and is not kept. Returns whether it was.
+        In part of a file, a request the part never held is the part before's to decide."""
         if self.partial:
             self.stored.add(key)
+        if C2S in key or answers is None:
+            # A request; or a client's answer to the server (no exchange line pairs it), or
+            # an answer that says nothing of its request (a version-1 file): kept as read.
+            if C2S in key and answers is None:
+                self.waiting.add(key)
+            self.frames[key] = frame
+            return True
+        asked = key[: key.index(S2C)] + C2S + b"%d" % answers
+        if asked in self.waiting:
+            self.waiting.discard(asked)
+        elif not self.partial or asked in self.stored:
+            return False
+        self.frames[key] = frame
+        return True
 
     def _answers_of(self, key: Optional[bytes]) -> Optional[bytes]:
         """The ``answers`` of the frame held under ``key``, as text (None: none held, or it
@@ -303,6 +391,7 @@ class Loader:
         req = self._answers_of(response_key) or req
         request_key = head + C2S + req
         request = self.frames.pop(request_key, None)
+        self.waiting.discard(request_key)
         response = self.frames.pop(response_key, None)
         self.answers.pop(response_key, None)
         if request is not None and response is not None:
@@ -325,9 +414,13 @@ class Loader:
     def adopt(self, part: Part) -> None:
         """Append the rows of the part that follows this loader's range, pairing its orphans
         with the frames left here, as one process reading on would have."""
-        for newline, found in part.claims:
+        claims: list[tuple[int, Any, Any]] = [
+            *((newline, self._answer_of.check, found) for newline, found in part.claims),
+            *((newline, self._tool_calls.check, calls) for newline, calls in part.call_claims),
+        ]
+        for newline, check, found in sorted(claims, key=lambda claim: claim[0]):
             try:
-                self._answer_of.check(found)
+                check(found)
             except RecordingError as exc:
                 raise RecordingError(exc.what, line=self._line_number(newline)) from None
         for index, request_key, request, response_key, response, head in part.orphans:
@@ -344,6 +437,7 @@ class Loader:
 
     def _take(self, key: Optional[bytes]) -> Optional[FrameInfo]:
         mine = None if key is None else self.frames.pop(key, None)
+        self.waiting.discard(key or b"")
         self.answers.pop(key or b"", None)
         return None if mine is None else self._info(mine)
 

@@ -15,7 +15,7 @@ from golem_core.messages import ABSENT, Malformed, Request, Role
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Direction, Event, FrameSeen
+from ..events import ConnectionClosed, Direction, Event, FrameSeen
 from ..recording import files
 from ..recording.format import SESSION_END_PROMISE, Header, RecordingWriter
 from ..recording.frame_skeleton import over_parse_budget
@@ -138,6 +138,15 @@ def save_events(
             else f"{unsaved} tool calls returned the answers of GOLEM exchanges not in it"
         )
         left_out = f"{left_out}; {said}" if left_out else said
+    uncalled = _calls_unsaved(events)
+    if uncalled:
+        # Nor would it take a GOLEM frame named under a tool call it does not hold.
+        said = (
+            "1 GOLEM frame names a tool call not in it"
+            if uncalled == 1
+            else f"{uncalled} GOLEM frames name tool calls not in it"
+        )
+        left_out = f"{left_out}; {said}" if left_out else said
     if left_out:
         extra["left_out"] = left_out
     new_header = dataclasses.replace(header, extra=extra)
@@ -173,4 +182,18 @@ def _answers_of_unsaved(events: Sequence[Event]) -> int:
             unsaved += (found.route, found.conn, found.index) not in asked
         elif event.direction is Direction.C2S:
             asked.add((event.route, event.conn, event.index))
+    return unsaved
+
+
+def _calls_unsaved(events: Sequence[Event]) -> int:
+    """How many GOLEM frames (and closes) among ``events`` name (``tool_calls``) an MCP tool
+    call whose request the events before them do not hold: the view left it out, or the
+    session's file lacked it."""
+    sent: set[tuple[int, int]] = set()
+    unsaved = 0
+    for event in events:
+        if isinstance(event, (FrameSeen, ConnectionClosed)) and event.tool_calls:
+            unsaved += any((call.conn, call.index) not in sent for call in event.tool_calls)
+        if isinstance(event, FrameSeen) and event.direction is Direction.C2S:
+            sent.add((event.conn, event.index))
     return unsaved

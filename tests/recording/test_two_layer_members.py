@@ -1,15 +1,17 @@
 """The two-layer members of a `golem-proxy mcp` recording (`tool_calls`, `late`,
-`answer_of`) on frames they cannot be true of: the views believe them, so every reader, the
-fast scanner of replay and mcp-verify too, refuses such a file in the same line."""
+`answer_of`) on frames they cannot be true of, or naming what the lines before them do not
+hold: the views believe them, so every reader, the fast scanner of replay and mcp-verify too,
+refuses such a file in the same line."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
+from golem_proxy.recording.schema import RecordingError
 from tests.support.cli_helpers import run_cli
 
 MAIN = {"name": "main", "listen": "127.0.0.1:19876", "upstream": "127.0.0.1:9876"}
@@ -101,6 +103,29 @@ CASES = {
         {"answer_of": {**ANSWER_OF, "n": 7}},
         "line 8: answer_of names request frame 7 of connection 2 of route 'main', which the "
         "lines before it do not hold (its last is frame 0)",
+    ),
+    "tool-call-no-such-frame": (
+        {"tool_calls": [{**CALL, "n": 77, "id": 77, "tool": "ghost"}]},
+        {},
+        "line 6: tool_calls names request frame 77 of connection 1, which the lines before it "
+        "do not hold (its last is frame 0)",
+    ),
+    "tool-call-no-such-connection": (
+        {"tool_calls": [{**CALL, "conn": 2}]},
+        {},
+        "line 6: tool_calls names connection 2, of which no MCP request is in the lines before it",
+    ),
+    "tool-call-other-id": (
+        {"tool_calls": [{**CALL, "id": "1"}]},
+        {},
+        'line 6: tool_calls names request frame 0 of connection 1 as id "1", tool '
+        "'list_layers'; that tools/call has id 1, tool 'list_layers'",
+    ),
+    "tool-call-other-tool": (
+        {"tool_calls": [{**CALL, "tool": "ghost"}]},
+        {},
+        "line 6: tool_calls names request frame 0 of connection 1 as id 1, tool 'ghost'; "
+        "that tools/call has id 1, tool 'list_layers'",
     ),
 }
 
@@ -215,3 +240,107 @@ def test_an_answer_of_naming_a_request_skipped_below_the_last_is_refused(tmp_pat
     after_gap = [*lines[:8], gap, *renumbered]
     done = run_cli("show", str(_write(tmp_path, after_gap)))
     assert done.returncode == 0, done.stderr
+
+
+def _with_close(calls: list[dict[str, Any]]) -> list[str]:
+    """The session with a GOLEM connection that failed before a byte crossed it, its close
+    naming ``calls`` (the calls in flight when it was opened)."""
+    lines = _session({"late": True}, {})
+    opened = _line(seq=9, t=0.009, kind="open", conn=3, route="main", client="c", upstream="u")
+    closed = _line(
+        seq=10, t=0.010, kind="close", conn=3, route="main", reason="upstream refused",
+        bytes={"c2s": 0, "s2c": 0}, abnormal=True, tool_calls=calls, resets=[],
+    )  # fmt: skip
+    return [*lines[:7], opened, closed, *lines[7:]]
+
+
+def test_a_close_naming_a_tool_call_the_file_lacks_is_refused(tmp_path: Path) -> None:
+    """A connection that failed carries its calls on its close line: checked as a frame's."""
+    assert run_cli("show", str(_write(tmp_path, _with_close([CALL])))).returncode == 0
+    path = _write(tmp_path, _with_close([{**CALL, "n": 3}]))
+    said = (
+        "line 9: tool_calls names request frame 3 of connection 1, which the lines before it "
+        "do not hold (its last is frame 0)"
+    )
+    for command, *rest in [
+        ("show",),
+        ("check",),
+        ("replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"),
+    ]:
+        done = run_cli(command, str(path), *rest)
+        assert (done.returncode, done.stderr.strip()) == (2, f"golem-proxy: {path}: {said}"), (
+            command,
+            done.stderr,
+        )
+
+
+def _no_call_at(lines: list[str]) -> list[str]:
+    """``lines`` with an MCP ``tools/list`` (request frame 1) before the GOLEM request, whose
+    ``tool_calls`` then names that frame."""
+    listing = _frame(
+        2, 1, "mcp", "c2s", 1, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+        method="tools/list", expects_answer=True,
+    )  # fmt: skip
+    return [*lines[:3], listing, *lines[3:]]
+
+
+@pytest.mark.parametrize("made", [_gap_before_the_answer, _saved_view])
+def test_tool_calls_the_file_may_lack_are_believed(tmp_path: Path, made: Any) -> None:
+    """After a gap line, or in a view saved without some flows, a call named may be one the
+    file lacks: read, not refused."""
+    lines = _session({"tool_calls": [{**CALL, "n": 77}]}, {})
+    if made is _gap_before_the_answer:
+        gap = _line(seq=5, t=0.0045, kind="gap", missed=2, consumer="recording")
+        lines = [*lines[:5], gap, *lines[5:]]
+    else:
+        lines = made(lines)
+    done = run_cli("show", str(_write(tmp_path, lines)))
+    assert done.returncode == 0, done.stderr
+
+
+def test_tool_calls_naming_a_frame_that_is_no_tools_call_are_refused(tmp_path: Path) -> None:
+    lines = _no_call_at(_session({}, {}))
+    lines[5] = lines[5].replace('"tool_calls":[{"conn":1,"n":0', '"tool_calls":[{"conn":1,"n":1')
+    path = _write(tmp_path, lines)
+    said = (
+        "line 6: tool_calls names request frame 1 of connection 1, which is no tools/call in "
+        "the lines before it"
+    )
+    for command, *rest in [
+        ("show",),
+        ("replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", "--idle-exit", "0"),
+    ]:
+        done = run_cli(command, str(path), *rest)
+        assert (done.returncode, done.stderr.strip()) == (2, f"golem-proxy: {path}: {said}"), (
+            command,
+            done.stderr,
+        )
+
+
+def test_a_file_read_in_two_parts_checks_tool_calls_as_one_read(tmp_path: Path) -> None:
+    """A large file's second half is read by another process (`scan`): a call named there
+    and made in the first half is the first half's to decide, wherever the file is split."""
+    from golem_proxy.recording import scan, scan_loader
+    from golem_proxy.recording.reader import parse_header, route_profiles
+
+    def read_split(lines: list[str]) -> list[Optional[str]]:
+        data = ("\n".join(lines) + "\n").encode()
+        header_end = data.index(b"\n") + 1
+        header, profile = parse_header(data[:header_end])
+        routes = route_profiles(header)
+        end = data.rindex(b"\n") + 1
+        said: list[Optional[str]] = []
+        for middle in [at for at in range(header_end, end - 1) if data[at] == ord("\n")]:
+            first = scan_loader.Loader(profile, routes, data, 1 << 20, header=header)
+            try:
+                first.scan(header_end - 1, middle + 1)
+                first.adopt(scan._scan_part(profile, routes, data, 1 << 20, middle, end, header))
+                said.append(None)
+            except RecordingError as exc:
+                said.append(f"line {exc.line}")
+        return said
+
+    whole = read_split(_session({}, {}))
+    assert whole and set(whole) == {None}
+    ghost = read_split(_session({"tool_calls": [{**CALL, "n": 77}]}, {}))
+    assert set(ghost) == {"line 6"}, ghost

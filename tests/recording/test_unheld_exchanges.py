@@ -124,3 +124,65 @@ def test_a_well_formed_recording_says_nothing(tmp_path: Path) -> None:
     path = _recording(tmp_path)
     done = run_cli("show", str(path))
     assert done.returncode == 0 and "exchange names" not in done.stderr, done.stderr
+
+
+def test_check_counts_exchange_lines_that_pair_nothing_as_not_inspected(tmp_path: Path) -> None:
+    """`check` never passes a file whose exchange lines name frames it does not hold: exit 3,
+    as for lines lost, with the first line said and the others counted."""
+    path = _recording(tmp_path, *ANSWER_TO_NO_REQUEST, _exchange(7, 8, 8))
+    done = run_cli("check", str(path))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    first = ANSWER_TO_NO_REQUEST_NOTE.split("; an answer it names")[0]
+    assert (
+        f"not inspected: exchange lines naming frames the lines before them do not hold "
+        f"({first} and 1 other): flows near them may be wrong"
+    ) in done.stdout.splitlines(), done.stdout
+    assert "the session was not inspected whole (exit 3;" in done.stdout
+    assert run_cli("check", "--allow-incomplete", str(path)).returncode == 0
+    report = json.loads(run_cli("check", "--json", str(path)).stdout)
+    assert report["complete"] is False
+    assert report["not_inspected"]["unpaired_exchanges"] == {"lines": 2, "first": first}
+    # A whole file says none.
+    whole = json.loads(run_cli("check", "--json", str(_recording(tmp_path))).stdout)
+    assert whole["not_inspected"]["unpaired_exchanges"] == {"lines": 0, "first": None}
+
+
+SWAPPED_REQUEST = {"id": "b", "method": "echo", "params": {}}
+SWAPPED_ANSWER = {"id": "b", "result": {"y": 2}, "error": None}
+SWAPPED = (
+    _frame(5, "s2c", 1, SWAPPED_ANSWER, answers=1),
+    _frame(6, "c2s", 1, SWAPPED_REQUEST, method="echo", expects_answer=True),
+    _exchange(7, 1, 1),
+)
+"""An answer's line before its request's (the two lines swapped by hand)."""
+
+
+def test_an_answer_read_before_its_request_is_paired_by_no_reader(tmp_path: Path) -> None:
+    """The views make the answer a row of its own and leave the request unanswered; replay's
+    scanner, which diff and replay number their rows by, pairs nothing either, so each names
+    the rows `show` numbers (a pair the views lack had no row: ``#?``)."""
+    path = _recording(tmp_path, *SWAPPED)
+    rows = [json.loads(row) for row in run_cli("show", "--json", str(path)).stdout.splitlines()]
+    statuses = [(row["number"], row["status"]) for row in rows]
+    assert statuses == [(1, "ok"), (2, "ok"), (3, "unanswered")]
+    trace = load_exchanges(str(path))
+    try:
+        assert [exchange.method for exchange in trace.exchanges] == ["echo"]
+    finally:
+        trace.close()
+    in_order = (
+        SWAPPED[1].replace('"seq":6,"t":0.006', '"seq":5,"t":0.005'),
+        SWAPPED[0].replace('"seq":5,"t":0.005', '"seq":6,"t":0.006'),
+        SWAPPED[2],
+    )
+    (tmp_path / "whole").mkdir()
+    whole = _recording(tmp_path / "whole", *in_order)
+    done = run_cli("diff", str(whole), str(path))
+    assert "#?" not in done.stdout, done.stdout
+    assert "A#2 B#3 main echo answered in" in done.stdout, done.stdout
+    # Replay serves the pair the views hold, and names the rows it did not use as show does.
+    done = run_cli(
+        "replay", str(path), "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0",
+        "--idle-exit", "0",
+    )  # fmt: skip
+    assert "1 recorded exchange unused" in done.stderr and "#?" not in done.stderr, done.stderr

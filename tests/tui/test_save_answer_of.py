@@ -1,6 +1,7 @@
-"""A view the TUI saves (`w`) without the GOLEM exchange a tool call's ``answer_of`` names says
-so in its header (``left_out``), so that the copy is read, not refused as a file that lies
-(recording/answer_of_check.py)."""
+"""A view the TUI saves (`w`) without the GOLEM exchange a tool call's ``answer_of`` names, or
+the tool call a GOLEM frame's ``tool_calls`` names, says so in its header (``left_out``), so
+that the copy is read, not refused as a file that lies (recording/answer_of_check.py,
+recording/tool_call_check.py)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,19 @@ def test_a_view_with_that_exchange_says_nothing_of_it(tmp_path: Path) -> None:
     header = json.loads(copy.read_text(encoding="utf-8").splitlines()[0])
     assert "left_out" not in header
     assert run_cli("show", str(copy)).returncode == 0
+
+
+def test_a_view_without_the_tool_call_golem_frames_name_says_so_and_is_read(
+    tmp_path: Path,
+) -> None:
+    """The GOLEM rows alone (a view that left the MCP hop's out): their ``tool_calls`` name a
+    call the copy lacks, which its header says, so it is read, not refused."""
+    session = _write(tmp_path, _session({"late": True}, {}))
+    recording = read_recording(str(session))
+    events = [e for e in recording.events if getattr(e, "route", "main") == "main"]
+    copy = tmp_path / "view.jsonl"
+    save_events(str(copy), recording.header, events, "")
+    header = json.loads(copy.read_text(encoding="utf-8").splitlines()[0])
+    assert header["left_out"] == "2 GOLEM frames name tool calls not in it"
+    done = run_cli("show", str(copy))
+    assert done.returncode == 0, done.stderr
