@@ -245,7 +245,7 @@ class FramePublisher:
         if self.annotate is not None:
             seen = self._annotated(direction, seen, request)
             if seen.late:  # decided by the session's tracker now: its warning with it
-                violations.append(late_violation(seen.tool_calls or ()))
+                violations.append(late_violation(seen.tool_calls or (), seen.undelivered))
         self.publish(seen)
         for found in violations:
             self._violated(direction, index, t, found)
