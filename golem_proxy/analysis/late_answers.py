@@ -137,9 +137,9 @@ def late_violation(refs: Sequence[ToolCallRef], undelivered: str = "") -> Violat
     again by `check` (`McpAuditor`) in a recording made before that. ``undelivered``: why
     the answer never reached the server (`FrameSeen.undelivered`: it had closed its
     connection, ``client gone``), whose connection then holds nothing a later call could
-    read: the warning says the plugin was late, and no more."""
+    read: the warning says the answer was late, and no more."""
     calls = candidates_text(refs, tool_call_name, ", ")
-    late = f"the plugin answered after its tool call {calls} had returned"
+    late = f"the plugin's answer came after its tool call {calls} had returned"
     if undelivered:
         text = (
             f"{late}; the answer never reached the server (undelivered: {undelivered}): "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 
 from .late_session import SERVER, late_answer_session
-from .mcp_helpers import call_tools, environment, wrapped
+from .mcp_helpers import ROOT, call_tools, environment, wrapped
 
 FAULTS = (
     "--fault", "error:code=-32000,message=busy,method=scene.create_layer",
@@ -99,3 +100,45 @@ def test_a_step_after_the_call_returned_is_said_on_its_row_and_the_live_log_says
     assert "· the proxy under it: scene.create_layer: --fault error" in created, logged
     [ran] = [line for line in logged.splitlines() if "tools/call run_python" in line]
     assert "the proxy under it" not in ran  # its step came after its line
+
+
+def test_an_answer_the_proxy_held_when_its_connection_ended_says_the_hold(tmp_path: Path) -> None:
+    """The plugin answers at once; ``--fault delay`` holds the answer 20 s; the server gives
+    up after 0.3 s and closes its connection, and the session ends while the answer is held,
+    so it is never sent. The hold is recorded all the same (after the answer, recorded
+    undelivered): the GOLEM row and the call's say the proxy held it, and `check` counts the
+    late answer as the proxy's doing, not the plugin's."""
+    record = tmp_path / "r.jsonl"
+    server = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_timeouts.py")]
+    delay = ("--fault", "delay:ms=20000,method=scene.create_layer,dir=s2c")
+    with PluginProcess(seed=7) as plugin:
+        outcomes = call_tools(
+            wrapped(plugin, record, *delay, server=server),
+            environment(),
+            [("list_layers", {}), ("create_layer_within", {"name": "T", "seconds": 0.3})],
+        )
+    assert outcomes[1][0] and "did not answer" in outcomes[1][1][0]["text"]
+    [fault] = [json.loads(line) for line in record.read_text().splitlines() if '"fault"' in line]
+    assert fault["fault"] == "delay" and 0 < fault["held"] < 20
+    assert re.search(r"; the connection ended [\d,]+ ms into it: never sent$", fault["detail"])
+
+    rows = _rows(record)
+    [held] = [row for row in rows if row.get("method") == "scene.create_layer"]
+    assert re.fullmatch(
+        r"ok \(undelivered: (connection ended|client gone)\) \(\+[\d.]+ m?s --fault delay\)",
+        held["status"],
+    ), held["status"]
+    [call] = [row for row in rows if row.get("tool") == "create_layer_within"]
+    assert re.fullmatch(
+        rf"isError \(GOLEM #{held['number']}: \+[\d.]+ m?s --fault delay, after the call "
+        r"returned\)",
+        call["status"],
+    ), call["status"]
+    assert call["proxy_under"] == [
+        {"flow": held["number"], "faults": ["--fault delay"], "after_return": True}
+    ]
+    checked = run_cli("check", "--json", str(record))
+    groups = {group["rule"]: group for group in json.loads(checked.stdout)["rules"]}
+    late = groups["mcp.golem.late-answer"]
+    assert late["by_proxy"] is True
+    assert [finding["by_proxy"] for finding in late["findings"]] == ["--fault delay"]

@@ -161,7 +161,7 @@ def test_a_late_answer_to_a_server_that_closed_is_not_said_to_stay_on_its_connec
 ) -> None:
     """The plugin is slow; the server gives up and closes its connection
     (golem_mcp_server_timeouts.py), so the late answer is refused unread, never delivered:
-    `check` still warns that the plugin answered after the call returned, and says the
+    `check` still warns that the plugin's answer came after the call returned, and says the
     answer never reached the server, not that it stays on its connection for the next call
     (which cannot happen on a closed one)."""
     record, stderr = tmp_path / "r.jsonl", tmp_path / "stderr"
@@ -185,8 +185,8 @@ def test_a_late_answer_to_a_server_that_closed_is_not_said_to_stay_on_its_connec
     [found] = rules["mcp.golem.late-answer"]
     assert found["flow"] == late["number"]
     assert found["message"] == (
-        "the plugin answered after its tool call run_python_within (MCP id 3) had returned; "
-        "the answer never reached the server (undelivered: client gone): its connection "
-        "holds no answer a later call could read"
+        "the plugin's answer came after its tool call run_python_within (MCP id 3) had "
+        "returned; the answer never reached the server (undelivered: client gone): its "
+        "connection holds no answer a later call could read"
     ), found["message"]
     assert "mcp.golem.answer-of-another-call" not in rules
