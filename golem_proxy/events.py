@@ -220,6 +220,11 @@ class FrameSeen:
     """On the answer to an MCP ``tools/call``: the GOLEM exchange on a connection holding a
     late answer whose answer its result is (its text as JSON equals that exchange's
     ``result``, and no answer of the call's own does). Both decided by the tracker."""
+    held_under: bool = False
+    """On the answer to an MCP ``tools/call``: the proxy still held a GOLEM request of the
+    call's on its way (``--fault delay``, ``--intercept``), decoded after this answer; a
+    reader handing rows on as they settle keeps the call's until it is (`SettledRows`).
+    Decided by the tracker (`ToolCallTracker.at_arrival`)."""
 
     @property
     def method(self) -> Optional[str]:

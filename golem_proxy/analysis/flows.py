@@ -119,6 +119,9 @@ class FlowTracker(SettledRows, FaultRows):
         self._returned: OrderedDict[Key, Flow] = OrderedDict()
         # Without ``keep``: the requests asked under each tool call waiting (`asked_under`).
         self._asked_under: dict[Key, dict[Key, None]] = {}
+        # Without ``keep``: the tool calls answered while the proxy held a GOLEM request of
+        # theirs on its way (`FrameSeen.held_under`), until that request is read.
+        self._held_under: set[Key] = set()
         self._stderr = ServerStderrs()
         self.on_output: Optional[Callable[[ProcessOutput], None]] = None
         """Told every chunk a wrapped server wrote to its stderr, as it is read (the
@@ -326,6 +329,7 @@ class FlowTracker(SettledRows, FaultRows):
         flow.ended_waiting = ""
         self._stderr.answered(flow)
         self._call_returned(asked, flow)
+        self.returned_holding(asked, response)
         return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:

@@ -131,14 +131,23 @@ def noted_status(status: str, note: Optional[str]) -> str:
     return f"{status}{NOTE_SEPARATOR}{note}" if note else status
 
 
-def late_violation(refs: Sequence[ToolCallRef]) -> Violation:
+def late_violation(refs: Sequence[ToolCallRef], undelivered: str = "") -> Violation:
     """The warning of a GOLEM answer that came after its tool calls (``refs``) had returned:
     published by the GOLEM route's tap as the answer is decoded (tap_frames.py), found
-    again by `check` (`McpAuditor`) in a recording made before that."""
+    again by `check` (`McpAuditor`) in a recording made before that. ``undelivered``: why
+    the answer never reached the server (`FrameSeen.undelivered`: it had closed its
+    connection, ``client gone``), whose connection then holds nothing a later call could
+    read: the warning says the answer was late, and no more."""
     calls = candidates_text(refs, tool_call_name, ", ")
-    text = (
-        f"the plugin answered after its tool call {calls} had returned: the answer stays "
-        "on the server's connection; a server that reads answers in order without "
-        "matching ids hands it to its next call"
-    )
+    late = f"the plugin's answer came after its tool call {calls} had returned"
+    if undelivered:
+        text = (
+            f"{late}; the answer never reached the server (undelivered: {undelivered}): "
+            "its connection holds no answer a later call could read"
+        )
+    else:
+        text = (
+            f"{late}: the answer stays on the server's connection; a server that reads "
+            "answers in order without matching ids hands it to its next call"
+        )
     return violation(R_LATE_ANSWER, text)

@@ -139,7 +139,9 @@ class McpAuditor:
 
     def _late(self, flow: Flow) -> Finding:
         """A GOLEM answer that came after its tool call returned (`FrameSeen.late`)."""
-        found = late_violation(attribution_refs(flow) or ())
+        response = flow.response
+        undelivered = response.undelivered if response is not None else ""
+        found = late_violation(attribution_refs(flow) or (), undelivered)
         return self._finding(found, flow, Direction.S2C)
 
     def finish(self) -> list[Finding]:

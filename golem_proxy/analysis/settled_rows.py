@@ -32,6 +32,7 @@ class SettledRows:
     _by_request: OrderedDict[Key, Flow]
     _requests_of: dict[tuple[int, Direction], dict[Key, None]]
     _asked_under: dict[Key, dict[Key, None]]
+    _held_under: set[Key]
 
     def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
         """Remove and return, in number order, the settled flows (answered, never to be
@@ -57,12 +58,36 @@ class SettledRows:
 
     def asked_under(self, frame: FrameSeen, key: Key) -> None:
         """A request (frame ``key``) waits for its answer under the one tool call it names,
-        which waits too: until it is answered, a step of the proxy's on it may land on the
-        call's row after the call returned (`FaultRows._under_call`), which is held till
+        which waits too, or returned while the proxy held this request on its way
+        (`returned_holding`): until it is answered, a step of the proxy's on it may land on
+        the call's row after the call returned (`FaultRows._under_call`), which is held till
         then (`take_settled`). Without ``keep`` only."""
-        call = None if self.keep else call_of(frame)
-        if call is not None and call in self._by_request:
+        if self.keep:
+            return
+        call = call_of(frame)
+        held = self._held_under and self._held_read(frame)
+        if call is not None and (call in self._by_request or (held and call in held)):
             self._asked_under.setdefault(call, {})[key] = None
+
+    def returned_holding(self, call: Key, answer: FrameSeen) -> None:
+        """Tool call ``call`` returned with ``answer``: when the proxy still held a GOLEM
+        request of the call's on its way (`FrameSeen.held_under`, the session's decision),
+        that request is read after this answer, and the call's row is held until it is
+        (`asked_under`), then while it waits for its answer, as a request asked before the
+        call returned. Without ``keep`` only."""
+        if answer.held_under and not self.keep:
+            self._held_under.add(call)
+
+    def _held_read(self, frame: FrameSeen) -> set[Key]:
+        """The calls that returned holding a request (`returned_holding`) that ``frame``, a
+        request read now, names: it is theirs, held no more."""
+        found = set()
+        for ref in frame.tool_calls or ():
+            call = (ref.conn, Direction.C2S, ref.index)
+            if call in self._held_under:
+                self._held_under.discard(call)
+                found.add(call)
+        return found
 
     def _steps_may_come(self, flow: Flow, touched: Optional[Flow]) -> bool:
         """Whether a step of the proxy's may still land on tool call ``flow``: a request
@@ -72,6 +97,8 @@ class SettledRows:
         if request is None:
             return False
         call = (flow.conn, request.direction, request.index)
+        if call in self._held_under:
+            return True  # its request held on its way is not read yet
         under = self._asked_under.get(call)
         if not under:
             return False
@@ -85,8 +112,9 @@ class SettledRows:
 
     def _forget_call(self, flow: Flow) -> None:
         request = flow.request
-        if request is not None and self._asked_under:
+        if request is not None and (self._asked_under or self._held_under):
             self._asked_under.pop((flow.conn, request.direction, request.index), None)
+            self._held_under.discard((flow.conn, request.direction, request.index))
 
     def holds(self, flow: Flow) -> bool:
         """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
@@ -104,6 +132,7 @@ class SettledRows:
         self._by_request.clear()
         self._requests_of.clear()
         self._asked_under.clear()
+        self._held_under.clear()
         rest.sort(key=_number)
         return rest
 

@@ -48,29 +48,63 @@ class ActionEvents:
         connection's last frame (analysis/fault_rows.py)."""
         unsent = action.withhold is not None or action.truncate_at is not None
         delays = iter(action.delays)
+        rule = action.withhold
         for fault, detail in action.events:
-            withheld = fault == "delay" and unsent
+            withheld = (fault == "delay" and unsent) or (
+                rule is not None and fault == rule.kind.value
+            )
             held = None
             if fault == "delay":  # its share of the hold the relay measured
-                share = next(delays) / action.delay if action.delay else 1.0
-                held = round(action.held * share, 6)
-            self.conn.publish_in_order(
-                self.publish,
-                FaultInjected(
-                    **self.where(direction),
-                    fault=fault,
-                    detail=detail,
-                    held_s=held,
-                    # Of an answer whose id several requests waited with, the method is a
-                    # guess (the oldest's): not said.
-                    method=action.method if action.among <= 1 else None,
-                    message_id=action.ident,
-                    among=action.among,
-                    server_request=action.server_request,
-                    withheld=withheld
-                    or (action.withhold is not None and fault == action.withhold.kind.value),
-                ),
-            )
+                held = self._share(action, next(delays))
+            self._publish(direction, action, fault, detail, held, withheld)
+
+    def delays_ended(self, direction: Direction, action: FrameAction) -> None:
+        """Publish the delays of a frame whose connection ended while they held it, after the
+        frame, recorded undelivered (`Unsent.lost`): ``action.held`` is the hold until then.
+        The proxy held it, which every view says on its row (the frame's receiver is not the
+        one that kept it); each detail says the connection ended during the hold. Nothing
+        decided the frame after them (a drop, a cut, a corruption never came to be), so they
+        are not marked ``withheld``: they land on the frame's row as the delay of a frame sent
+        does, and the faults that were to follow them are not said."""
+        ended = f"; the connection ended {action.held * 1000:,.0f} ms into it: never sent"
+        delays = iter(action.delays)
+        for fault, detail in action.events:
+            if fault == "delay":
+                held = self._share(action, next(delays))
+                self._publish(direction, action, fault, detail + ended, held, False)
+
+    @staticmethod
+    def _share(action: FrameAction, delay: float) -> float:
+        """The share of the hold the relay measured (``action.held``) of one ``delay`` of
+        ``action`` (several delays of one frame share it by their amounts)."""
+        share = delay / action.delay if action.delay else 1.0
+        return round(action.held * share, 6)
+
+    def _publish(
+        self,
+        direction: Direction,
+        action: FrameAction,
+        fault: str,
+        detail: str,
+        held: Optional[float],
+        withheld: bool,
+    ) -> None:
+        self.conn.publish_in_order(
+            self.publish,
+            FaultInjected(
+                **self.where(direction),
+                fault=fault,
+                detail=detail,
+                held_s=held,
+                # Of an answer whose id several requests waited with, the method is a
+                # guess (the oldest's): not said.
+                method=action.method if action.among <= 1 else None,
+                message_id=action.ident,
+                among=action.among,
+                server_request=action.server_request,
+                withheld=withheld,
+            ),
+        )
 
     def step(
         self,

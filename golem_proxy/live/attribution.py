@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Callable
 from typing import Any, Optional
 
 from golem_core.messages import Request, Role
@@ -58,7 +57,7 @@ from ..events import (
 from .late_answers import LateAnswers
 from .mcp_rules_live import McpRulesLive
 
-__all__ = ["MAX_IN_FLIGHT", "RoutesDown", "ToolCallTracker"]
+__all__ = ["MAX_IN_FLIGHT", "Arrival", "RoutesDown", "ToolCallTracker"]
 
 MAX_IN_FLIGHT = 4096
 """Tool calls kept in flight at most: a client that never sees answers (or a server that
@@ -128,6 +127,10 @@ class ToolCallTracker:
         )
         """Answers marked with the routes that went down during their call, as `_marked`."""
         self.late = LateAnswers()
+        self._held: dict[tuple[int, int], int] = {}
+        """Calls in flight (by connection and frame index) with GOLEM frames that arrived
+        during them and are not decoded yet (held on their way: `at_arrival`), how many
+        arrivals each; dropped as the call ends."""
         self._rules: dict[str, McpRulesLive] = {}
         """The MCP layer's rules, followed on each route of the hop (`follow`)."""
         """GOLEM answers after their call returned, and calls that read one (late_answers.py)."""
@@ -185,6 +188,7 @@ class ToolCallTracker:
                 self._made,
                 self._went_down,
                 self._marked_answers,
+                self._held,
             )
             for table in tables:
                 for key in [key for key in table if key[0] == event.conn]:
@@ -193,10 +197,13 @@ class ToolCallTracker:
             return event
         if not isinstance(event, FrameSeen):
             return event
-        went_down, answer_of = self._follow(event)
-        if went_down or answer_of is not None:
+        went_down, answer_of, held = self._follow(event)
+        if went_down or answer_of is not None or held:
             answered = dataclasses.replace(
-                event, routes_down=went_down or event.routes_down, answer_of=answer_of
+                event,
+                routes_down=went_down or event.routes_down,
+                answer_of=answer_of,
+                held_under=held,
             )
             _remember(self._marked_answers, (event.conn, event.index), answered)
             return answered
@@ -224,20 +231,23 @@ class ToolCallTracker:
         message = frame.message
         return isinstance(message, Request) and message.method == TOOLS_CALL
 
-    def _follow(self, event: FrameSeen) -> tuple[tuple[RouteDown, ...], Optional[AnswerOf]]:
+    def _follow(self, event: FrameSeen) -> tuple[tuple[RouteDown, ...], Optional[AnswerOf], bool]:
         """Follow one MCP frame; an answer to a call during which routes went down: those,
-        and the GOLEM exchange whose answer it is when not its own (`LateAnswers.answer_of`)."""
+        the GOLEM exchange whose answer it is when not its own (`LateAnswers.answer_of`), and
+        whether a GOLEM frame of the call was still held on its way (`FrameSeen.held_under`)."""
         message = event.message
         if event.direction is Direction.S2C:
             if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs
                 key = self.profile.correlation_key(message)
                 call = self._in_flight.get((event.conn, key))
                 answer_of = None
+                held = False
                 if call is not None:
                     self.late.returned(call)
                     answer_of = self.late.answer_of(call, event)
-                return self._answered(event.conn, key), answer_of
-            return (), None
+                    held = (call.conn, call.index) in self._held
+                return self._answered(event.conn, key), answer_of, held
+            return (), None, False
         if self.profile.expects_response(message):
             asked = self.profile.correlation_key(message)
             if asked is not None:
@@ -250,12 +260,12 @@ class ToolCallTracker:
             key = (event.conn, id_key(cancelled))
             if key in self._in_flight:
                 self._cancelled[key] = self._sent.get(event.conn, 0)
-            return (), None
+            return (), None, False
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
             ident = message.id
             if called is None or not isinstance(ident, (str, int)):
-                return (), None
+                return (), None, False
             key = (event.conn, called)
             self._in_flight[key] = ToolCallRef(
                 conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
@@ -265,11 +275,13 @@ class ToolCallTracker:
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._end(next(iter(self._in_flight)))
                 self.let_go += 1
-        return (), None
+        return (), None, False
 
     def _end(self, key: tuple[int, Any]) -> dict[str, float]:
         """Call ``key`` is no longer in flight; the routes that went down during it."""
-        self._in_flight.pop(key, None)
+        call = self._in_flight.pop(key, None)
+        if call is not None and self._held:
+            self._held.pop((call.conn, call.index), None)
         self._made.pop(key, None)
         return self._went_down.pop(key, None) or {}
 
@@ -333,19 +345,53 @@ class ToolCallTracker:
             self.late.asked(calls)
         return dataclasses.replace(frame, tool_calls=calls)
 
-    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
+    def at_arrival(self) -> Arrival:
         """The tool calls in flight now, for a GOLEM frame that arrived now and is decoded
         when it goes on (held by ``--intercept`` or ``--fault delay``): the server sent it
         now (`golem_proxy.live.tap.ConnectionTap.arrived`). Returns what `annotate` would
-        do to it now."""
-        calls = tuple(self._in_flight.values())
+        do to it now; until it is called, or passed (`Arrival.passed`), those calls hold a
+        GOLEM frame not decoded yet, which a call answered meanwhile says
+        (`FrameSeen.held_under`)."""
+        return Arrival(self, tuple(self._in_flight.values()))
 
-        def annotated(frame: FrameSeen) -> FrameSeen:
-            if frame.direction is Direction.C2S:
-                self.late.asked(calls)
-            return dataclasses.replace(frame, tool_calls=calls)
+    def held_arrivals(self, calls: tuple[ToolCallRef, ...], more: int) -> None:
+        """``more`` (1, or -1) arrivals not decoded yet under each of ``calls``."""
+        held = self._held
+        for call in calls:
+            key = (call.conn, call.index)
+            count = held.get(key, 0) + more
+            if count > 0:
+                held[key] = count
+            else:
+                held.pop(key, None)
 
-        return annotated
+
+class Arrival:
+    """The session's decision on the frames one read completed, made as they arrived
+    (`ToolCallTracker.at_arrival`): the tool calls in flight then. Called on each of those
+    frames as it is decoded; until the first is, or the mark is passed (the read completed
+    no frame, or its frames went on: `passed`), those calls hold a frame not decoded yet."""
+
+    __slots__ = ("_tracker", "_waiting", "calls")
+
+    def __init__(self, tracker: ToolCallTracker, calls: tuple[ToolCallRef, ...]) -> None:
+        self._tracker = tracker
+        self.calls = calls
+        self._waiting = bool(calls)
+        if calls:
+            tracker.held_arrivals(calls, 1)
+
+    def __call__(self, frame: FrameSeen) -> FrameSeen:
+        self.passed()
+        if frame.direction is Direction.C2S:
+            self._tracker.late.asked(self.calls)
+        return dataclasses.replace(frame, tool_calls=self.calls)
+
+    def passed(self) -> None:
+        """No frame of this read waits to be decoded any more."""
+        if self._waiting:
+            self._waiting = False
+            self._tracker.held_arrivals(self.calls, -1)
 
 
 def _remember(

@@ -123,10 +123,16 @@ class FaultActing:
         """`_faulted` with ``--fault``: carry the decision out (``raw``: the frame's bytes
         the decision was made on)."""
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
+            start = self.now()
             try:
                 action.held = await self._wait(direction, action.delay)
             except trio.Cancelled:
-                await self.unsent.lost(direction, raw, or_now(sent_at, self.now))
+                # The connection ended during the hold: the frame is recorded undelivered,
+                # then the hold, so that no view takes its receiver (or the server's wait
+                # for it) for what kept it.
+                action.held = self.now() - start
+                if await self.unsent.lost(direction, raw, or_now(sent_at, self.now)):
+                    self.actions.delays_ended(direction, action)
                 raise
         rule = action.withhold
         if rule is not None:

@@ -204,6 +204,7 @@ class ConnectionTap(TapNotes):
                     self.process(direction, b"", t)  # its gap first, then the cut frame
                 else:
                     self.report_lost(direction, t)
+            self._frames.marks_passed()
         except Exception as exc:
             self.fail(exc, t)
 

@@ -39,6 +39,18 @@ __all__ = ["Annotator", "FramePublisher", "Publish"]
 Publish = Callable[[Event], None]
 
 
+class ArrivalMark(Protocol):
+    """The session's decision on the frames one read completed, made as they arrived
+    (`Annotator.at_arrival`): applied to each as it is decoded."""
+
+    def __call__(self, frame: FrameSeen) -> FrameSeen: ...
+
+    def passed(self) -> None:
+        """No frame of that read waits to be decoded any more (they were, or it completed
+        none, or the connection ended)."""
+        ...
+
+
 class Annotator(Protocol):
     """What the session decides about a frame, once, before anyone sees it (`golem-proxy mcp`:
     the tool call a GOLEM frame belongs to, `golem_proxy.live.attribution.ToolCallTracker`)."""
@@ -48,9 +60,9 @@ class Annotator(Protocol):
         answers, whose decision an answer may take."""
         ...
 
-    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
+    def at_arrival(self) -> ArrivalMark:
         """The decision as it stands now, for a frame that arrived now and is decoded
-        later (returns what `annotate` would do to it now)."""
+        later (what `annotate` would do to it now)."""
         ...
 
 
@@ -116,7 +128,7 @@ class FramePublisher:
         self._redaction = FrameRedaction(profile, redactor)
         """The rules, and the values they replaced, hidden where they come back."""
         self.annotate = annotate
-        self._arrivals: dict[Direction, deque[tuple[float, Callable[[FrameSeen], FrameSeen]]]]
+        self._arrivals: dict[Direction, deque[tuple[float, ArrivalMark]]]
         self._arrivals = {}
         """Per direction, the `arrived` marks not passed yet, oldest first: the time of the
         frames read then, and the session's decision as it stood then. Several when the path
@@ -158,7 +170,23 @@ class FramePublisher:
         now is theirs (`ConnectionTap.arrived`)."""
         if self.annotate is not None:
             marks = self._arrivals.setdefault(direction, deque(maxlen=2 * READ_ON_CHUNKS))
+            if len(marks) == marks.maxlen:
+                marks.popleft()[1].passed()
             marks.append((t, self.annotate.at_arrival()))
+
+    def marks_passed(self) -> None:
+        """The connection ended: no frame of the reads marked (`arrived`) waits any more."""
+        for marks in self._arrivals.values():
+            while marks:
+                marks.popleft()[1].passed()
+
+    def _decoded_unannotated(self, direction: Direction, t: float) -> None:
+        """A frame of ``direction`` read at ``t`` was decoded without the session's decision
+        (too costly to parse): the reads marked until then wait no more."""
+        for mark_t, mark in self._arrivals.get(direction, ()):
+            if mark_t > t:
+                break
+            mark.passed()
 
     def _annotated(
         self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
@@ -169,7 +197,7 @@ class FramePublisher:
         marks = self._arrivals.get(direction)
         if request is None and marks:
             while marks and marks[0][0] < seen.t:
-                marks.popleft()
+                marks.popleft()[1].passed()
             if marks and marks[0][0] == seen.t:
                 return marks[0][1](seen)
         return self.annotate.annotate(seen, request)
@@ -204,6 +232,7 @@ class FramePublisher:
         except TooCostly as costly:
             undelivered, _ = self.undelivered(direction)
             self._unparsed(direction, frame, t, costly.cost, undelivered)
+            self._decoded_unannotated(direction, t)
             return None
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
@@ -249,7 +278,7 @@ class FramePublisher:
         if self.annotate is not None:
             seen = self._annotated(direction, seen, request)
             if seen.late:  # decided by the session's tracker now: its warning with it
-                violations.append(late_violation(seen.tool_calls or ()))
+                violations.append(late_violation(seen.tool_calls or (), seen.undelivered))
         self.publish(seen)
         for found in violations:
             self._violated(direction, index, t, found)

@@ -84,14 +84,15 @@ class Unsent:
 
     async def in_order(
         self, direction: Direction, observe: Callable[[], None], as_gap: Callable[[], None]
-    ) -> None:
+    ) -> bool:
         """Call ``observe`` (which hands bytes of ``direction`` to inspection) holding the
         direction's writer's lock, so that nothing lands inside a frame being written.
         Cancelled while waiting for it (the connection ends), still call it: the lock is then
         waited for at most `LOST_WAIT` seconds, shielded, and past that ``as_gap`` records
         the bytes as a gap (one that says they were not sent on either). The cancellation is
         not lost: trio raises it again at the caller's next checkpoint (the caller's own
-        steps, a close's reason, come first)."""
+        steps, a close's reason, come first). Returns whether ``observe`` was called (not
+        ``as_gap``)."""
         lock = self.locks[direction]
         try:
             await lock.acquire()
@@ -101,19 +102,23 @@ class Unsent:
                     observe()
             if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
                 as_gap()
-            return
+                return False
+            return True
         try:
             observe()
         finally:
             lock.release()
+        return True
 
-    async def lost(self, direction: Direction, raw: bytes, t: float) -> None:
+    async def lost(self, direction: Direction, raw: bytes, t: float) -> bool:
         """The connection ended while a frame (``raw``, as it was read) waited to go (out a
         ``delay`` fault, or for its writer's turn): record it undelivered
         (`Connection.observe_undelivered`: "client gone" for an answer whose client reset
-        meanwhile), after whatever of that direction was being written (`in_order`). A
-        fault's events are not published for it: the frame was not sent as they would say."""
-        await self.in_order(
+        meanwhile), after whatever of that direction was being written (`in_order`). Returns
+        whether it was recorded as a frame (not as a gap): a delay that held it is then said
+        after it (`ActionEvents.delays_ended`); no other fault is, the frame was not sent as
+        it would say."""
+        return await self.in_order(
             direction,
             lambda: self.conn.observe_undelivered(direction, raw, t),
             lambda: self.conn.observe_unsent_lost(direction, len(raw), t),

@@ -62,6 +62,7 @@ _FRAME_FIELDS = (
     "routes_down",
     "late",
     "answer_of",
+    "held_under",
 )
 assert tuple(f.name for f in dataclasses.fields(FrameSeen)) == _FRAME_FIELDS, "every field, set"
 _FRAME_SLOTS = tuple(getattr(FrameSeen, name).__set__ for name in _FRAME_FIELDS)
@@ -279,6 +280,7 @@ class FastRecordingReader(RecordingReader):
             None,
             False,
             None,
+            False,
         )
         frame: FrameSeen = _new(FrameSeen)
         for set_slot, value in zip(_FRAME_SLOTS, values, strict=True):

@@ -156,6 +156,8 @@ def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[s
         base["late"] = True
     if event.answer_of is not None:
         base["answer_of"] = answer_of_json(event.answer_of)
+    if event.held_under:
+        base["held_under"] = True
     return base
 
 
@@ -190,6 +192,8 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(',"late":true')
     if event.answer_of is not None:
         parts.append(f',"answer_of":{json_str(answer_of_json(event.answer_of))}')
+    if event.held_under:
+        parts.append(',"held_under":true')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
 

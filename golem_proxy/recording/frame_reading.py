@@ -171,7 +171,13 @@ def read_frame(
     route = sys.intern(member_str(data, "route", ""))
     late = member_bool(data, "late", False)
     answer_of = member_answer_of(data)
+    held_under = member_bool(data, "held_under", False)
     _check_layer_members(late, answer_of, route, direction, profile)
+    if held_under and (profile.name != _MCP or direction is not Direction.S2C):
+        raise RecordingError(
+            "held_under on a frame that is no answer of the MCP hop (only a tool call holds "
+            "GOLEM requests)"
+        )
     return events.FrameSeen(
         conn=member_int(data, "conn"),
         route=route,
@@ -192,6 +198,7 @@ def read_frame(
         routes_down=member_routes_down(data),
         late=late,
         answer_of=answer_of,
+        held_under=held_under,
     )
 
 

@@ -135,6 +135,7 @@ def _pattern(conns: Collection[int], methods: Collection[str]) -> re.Pattern[byt
         rb'(?:,"undelivered":' + _STRING + rb')?(?:,"delivered_bytes":\d+)?'
         rb'(?:,"routes_down":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
         rb'(?:,"late":true)?(?:,"answer_of":\{(?:[^}"\n]|' + _STRING + rb")*\})?"
+        rb'(?:,"held_under":true)?'
         # What may follow those: the message, the paths redacted, or the skeleton of a
         # payload too large to parse (``elided`` first).
         rb',"(?:msg|raw|redacted|elided)":)?'

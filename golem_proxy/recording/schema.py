@@ -74,6 +74,7 @@ FRAME_OPTIONAL = (
     "routes_down",
     "late",
     "answer_of",
+    "held_under",
 )
 # An exchange and a server-exchange pair a request with its answer the same way; only the
 # direction of each differs.

@@ -25,6 +25,7 @@ from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from golem_proxy.events import (
     Direction,
     ExchangeCompleted,
+    FaultInjected,
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
@@ -435,7 +436,14 @@ def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_end
     rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
     statuses = [r["status"] for r in rows if r.get("method") == "scene.slow"]
     # Requests the plugin never got: not "unanswered", which would say it may have acted.
-    assert statuses == ["undelivered (connection ended)"] * 3
+    # The first says the proxy held it until then: the delay is recorded after it.
+    assert re.fullmatch(
+        r"undelivered \(connection ended\) \(\+[\d.]+ m?s --fault delay\)", statuses[0]
+    )
+    assert statuses[1:] == ["undelivered (connection ended)"] * 2
+    (delay,) = [e for e in events if isinstance(e, FaultInjected)]
+    assert delay.fault == "delay" and not delay.withheld and delay.held_s
+    assert re.search(r"; the connection ended [\d,]+ ms into it: never sent$", delay.detail)
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")

@@ -203,6 +203,25 @@ def test_a_frame_that_arrived_earlier_names_the_calls_in_flight_then() -> None:
     assert tools(tracker) == ["next"]
 
 
+def test_a_call_answered_while_a_frame_of_its_waits_to_be_decoded_says_so() -> None:
+    """A call answered while a GOLEM frame that arrived during it is not decoded yet (held on
+    its way) carries ``held_under``; one answered after its frames were decoded, or after the
+    read completed none (its mark passed), does not."""
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "gave_up"))
+    tracker.at_arrival()(golem_frame())  # decoded at once
+    held = tracker.at_arrival()
+    answered = tracker.watch(answer(0, 1))
+    assert isinstance(answered, FrameSeen) and answered.held_under
+    held(golem_frame())  # its own decision, whatever ended meanwhile
+    tracker.watch(call(1, 2, "in_time"))
+    tracker.at_arrival()(golem_frame())
+    passed = tracker.at_arrival()
+    passed.passed()
+    in_time = tracker.watch(answer(1, 2))
+    assert isinstance(in_time, FrameSeen) and not in_time.held_under
+
+
 def test_an_answer_names_its_requests_calls_not_those_in_flight_as_it_is_decoded() -> None:
     tracker = ToolCallTracker(MCP)
     tracker.watch(call(0, 1, "gave_up"))

@@ -1,7 +1,9 @@
 """The test MCP server of golem_mcp_server.py with a tool that gives up waiting for Rhino, as a
 server's tool times out: ``create_layer_within(name, seconds)`` sends ``scene.create_layer``
 and waits at most ``seconds`` for the answer; past that it closes its connection (the late
-answer must not be read as the next call's) and fails. The next tool call connects again."""
+answer must not be read as the next call's) and fails. The next tool call connects again.
+``run_python_within(code, seconds)`` does the same with ``scripting.execute_python``, so that a
+test can make the plugin itself slow."""
 
 from __future__ import annotations
 
@@ -19,6 +21,13 @@ import golem_mcp_server as base
 def create_layer_within(name: str, seconds: float) -> str:
     """Create a layer, or fail when Rhino does not answer within ``seconds``."""
     result = base.MAIN.call("scene.create_layer", {"name": name}, within=seconds)
+    return json.dumps(result, sort_keys=True)
+
+
+@base.server.tool()
+def run_python_within(code: str, seconds: float) -> str:
+    """Run ``code`` in Rhino, or fail when Rhino does not answer within ``seconds``."""
+    result = base.MAIN.call("scripting.execute_python", {"code": code}, within=seconds)
     return json.dumps(result, sort_keys=True)
 
 

@@ -34,11 +34,15 @@ AFTER: Sequence[tuple[str, dict[str, Any]]] = (
 
 
 def late_answer_session(
-    command: list[str], record: Path, stderr: Path, then: Sequence[tuple[str, Any]] = AFTER
+    command: list[str],
+    record: Path,
+    stderr: Path,
+    then: Sequence[tuple[str, Any]] = AFTER,
+    slow: tuple[str, dict[str, Any]] = ("run_python", {"code": SLOW}),
 ) -> list[tuple[bool, str]]:
-    """Call a tool, the slow script (the server gives up), wait until the late answer is
-    recorded, then the calls ``then``; return each call's ``isError`` and text. The wrapper's
-    stderr (its live log) goes to ``stderr``."""
+    """Call a tool, the slow script (``slow``: the call that runs it; the server gives up),
+    wait until the late answer is recorded, then the calls ``then``; return each call's
+    ``isError`` and text. The wrapper's stderr (its live log) goes to ``stderr``."""
 
     async def run(errlog: TextIO) -> list[tuple[bool, str]]:
         params = StdioServerParameters(command=command[0], args=command[1:], env=environment())
@@ -55,7 +59,7 @@ def late_answer_session(
         ):
             await client.initialize()
             await call("list_layers", {})
-            await call("run_python", {"code": SLOW})
+            await call(*slow)
             deadline = time.monotonic() + DEADLINE
             while LATE_SEEN not in record.read_bytes() and time.monotonic() < deadline:
                 await anyio.sleep(0.05)

@@ -24,7 +24,7 @@ from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.widgets.flow_summary import flow_summary
 from tests.support.cli_helpers import run_cli
 
-from .late_session import SERVER, late_answer_session
+from .late_session import SERVER, SLOW, late_answer_session
 from .mcp_helpers import ROOT, call_tools, environment, wrapped
 
 
@@ -152,4 +152,41 @@ def test_a_late_answer_its_server_never_reads_says_nothing_more(tmp_path: Path) 
     checked = run_cli("check", "--json", str(record))
     rules = {group["rule"] for group in json.loads(checked.stdout)["rules"]}
     assert "mcp.golem.late-answer" in rules
+    assert "mcp.golem.answer-of-another-call" not in rules
+
+
+@pytest.mark.parametrize("observer", ["child-process", "in-process"])
+def test_a_late_answer_to_a_server_that_closed_is_not_said_to_stay_on_its_connection(
+    tmp_path: Path, observer: str
+) -> None:
+    """The plugin is slow; the server gives up and closes its connection
+    (golem_mcp_server_timeouts.py), so the late answer is refused unread, never delivered:
+    `check` still warns that the plugin's answer came after the call returned, and says the
+    answer never reached the server, not that it stays on its connection for the next call
+    (which cannot happen on a closed one)."""
+    record, stderr = tmp_path / "r.jsonl", tmp_path / "stderr"
+    server = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_timeouts.py")]
+    slow = ("run_python_within", {"code": SLOW, "seconds": 0.3})
+    with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
+        command = wrapped(plugin, record, "--observer", observer, server=server)
+        outcomes = late_answer_session(
+            command, record, stderr, then=[("list_layers", {})], slow=slow
+        )
+    assert outcomes[1][0] and "did not answer" in outcomes[1][1]  # the server gave up
+    assert not outcomes[2][0]
+
+    shown = run_cli("show", "--json", str(record))
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    [late] = [row for row in rows if row.get("late")]
+    assert late["method"] == "scripting.execute_python"
+    assert late["status"] == "ok (undelivered: client gone)", late["status"]
+    checked = run_cli("check", "--json", str(record))
+    rules = {group["rule"]: group["findings"] for group in json.loads(checked.stdout)["rules"]}
+    [found] = rules["mcp.golem.late-answer"]
+    assert found["flow"] == late["number"]
+    assert found["message"] == (
+        "the plugin's answer came after its tool call run_python_within (MCP id 3) had "
+        "returned; the answer never reached the server (undelivered: client gone): its "
+        "connection holds no answer a later call could read"
+    ), found["message"]
     assert "mcp.golem.answer-of-another-call" not in rules

@@ -1,7 +1,7 @@
 """The two-layer members of a `golem-proxy mcp` recording (`tool_calls`, `late`,
-`answer_of`) on frames they cannot be true of, or naming what the lines before them do not
-hold: the views believe them, so every reader, the fast scanner of replay and mcp-verify too,
-refuses such a file in the same line."""
+`answer_of`, `held_under`) on frames they cannot be true of, or naming what the lines
+before them do not hold: the views believe them, so every reader, the fast scanner of replay
+and mcp-verify too, refuses such a file in the same line."""
 
 from __future__ import annotations
 
@@ -81,6 +81,12 @@ CASES = {
         "line 6: answer_of on a frame that is no answer of the MCP hop (only a tool call's "
         "answer is another exchange's)",
     ),
+    "held-under-on-golem": (
+        {"held_under": True},
+        {},
+        "line 6: held_under on a frame that is no answer of the MCP hop (only a tool call "
+        "holds GOLEM requests)",
+    ),
     "answer-of-its-own-route": (
         {},
         {"answer_of": {**ANSWER_OF, "route": "mcp"}},
@@ -137,7 +143,7 @@ def _write(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_the_members_where_they_can_be_true_are_read(tmp_path: Path) -> None:
-    path = _write(tmp_path, _session({"late": True}, {"answer_of": ANSWER_OF}))
+    path = _write(tmp_path, _session({"late": True}, {"answer_of": ANSWER_OF, "held_under": True}))
     for command in ("show", "replay"):
         args = [command, str(path)]
         if command == "replay":
