@@ -20,8 +20,8 @@ Transparency rules, so that a client sees through the proxy what it would see di
   seen, which the upstream answers with a reset, never reached the plugin (it had closed its
   socket, not only its sending side), so they are handed on undelivered ("upstream gone");
   bytes written before its FIN or reset was seen may have been read, and count as delivered;
-  likewise an answer written after the client's FIN was seen and refused at once, unread
-  (a client that gave up waiting and closed), is "client gone";
+  likewise an answer refused at once, unread (a client that gave up waiting and closed, its
+  FIN read by the proxy yet or not), is "client gone";
 * the upstream closes while the connection is idle (a plugin restarting between calls: every
   request answered, idle_fin.py), on a protocol whose clients read nothing between calls
   (GOLEM) → the FIN is held until the client acts: if it sends, the bytes are forwarded, and
@@ -179,14 +179,11 @@ class Connection(HandsToInspection):
             return await self.after_upstream_closed(
                 data, t, scope, not whole, frame, first and whole
             )
-        if (
-            whole
-            and direction is Direction.S2C
-            and self.eof[Direction.C2S]
-            and self._refused_unread(direction, data)
-        ):
+        if whole and direction is Direction.S2C and self._refused_unread(direction, data):
             # An answer to a client that had closed: one that gave up waiting (its timeout)
-            # and closed its socket refused it at once, unread.
+            # and closed its socket refused it at once, unread. Asked whether or not its FIN
+            # was read yet: the answer and the FIN come in together, and the answer's pump
+            # may run first (then the reset is all the client's pump ever reads).
             self.sink_failed(direction, ConnectionResetError("reset"), scope)
             self.not_delivered(direction, data, t, first, "client gone")
             return False

@@ -37,6 +37,7 @@ __all__ = [
     "COUNT_KINDS",
     "HEADER",
     "PIPE_DIRECTIONS",
+    "SIZE_DIGITS",
     "HandoffError",
     "HandoffWriter",
     "Kind",
@@ -110,6 +111,14 @@ class Kind(enum.IntEnum):
     (the write failed, or the connection ended while they waited): the data says how many and
     why (UTF-8, ``<size> <why>``, as ``UNSENT``'s); the observing side marks them as
     ``UNDELIVERED`` would have before them."""
+    SETTLED = 18
+    """Written at a batch's end (a spool's doorbell ring, `SpoolWriter.ring`, between tasks)
+    when its last record was ``DATA``: the forwarding step that chunk was handed on in is
+    over, so what of it did not go would have followed it already (``UNDELIVERED_LAST``),
+    unless its write waits for room. The observing side holds a spool's last ``DATA`` until
+    a record follows it (this one or any other), so that frames it ends are not published
+    delivered before that record could say otherwise (spool_hold.py). Nothing follows the
+    header."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)
@@ -137,10 +146,19 @@ def unsent_data(size: int, why: str) -> str:
     return f"{size} {why}"
 
 
+SIZE_DIGITS = 20
+"""The most digits an ``UNSENT`` or ``UNDELIVERED_LAST`` record's size has (a byte count a
+64-bit counter holds); more is not a size the forwarding side wrote."""
+
+
 def read_unsent(data: Union[bytes, memoryview]) -> Optional[tuple[int, str]]:
-    """An ``UNSENT`` record's size and why; None for data that is not one."""
+    """An ``UNSENT`` (or ``UNDELIVERED_LAST``) record's size and why; None for data that is
+    not one: the size is ASCII digits, at most `SIZE_DIGITS` of them (``int`` takes other
+    digits too, "²", and refuses thousands of them with a message of its own)."""
     size, _, why = bytes(data).decode("utf-8", "replace").partition(" ")
-    return (int(size), why) if size.isdigit() else None
+    if not (size.isascii() and size.isdigit() and len(size) <= SIZE_DIGITS):
+        return None
+    return int(size), why
 
 
 def encode(record: Record) -> bytes:

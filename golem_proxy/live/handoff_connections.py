@@ -16,7 +16,7 @@ from ..events import ConnectionClosed, Direction, Event, UpstreamStatus
 from ..recording.resume_scan import ResumePoint
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import HandoffError, Record
+from .handoff import SIZE_DIGITS, HandoffError, Record, read_unsent
 from .layer_taps import LayerTaps
 from .link_resume import Resumption
 from .observer import Observer
@@ -138,10 +138,28 @@ class HandoffConnections:
         last_t, last = self._last.get((conn, direction), (t, 0))
         self._last[conn, direction] = (t, last + size if last_t == t else size)
 
-    def _taken_back(self, conn: int, direction: Direction, size: int) -> None:
-        """The last ``size`` bytes of ``conn``'s ``direction`` handed on never reached their
-        receiver, as the forwarding side said after them: no doubt about them remains."""
-        self._last.pop((conn, direction), None)
+    def _taken_back(self, record: Record, direction: Direction) -> tuple[int, str]:
+        """An ``UNDELIVERED_LAST`` record: the last bytes of its connection's ``direction``
+        handed on never reached their receiver, as the forwarding side said after them (no
+        doubt about them remains). Their size and why. Raises HandoffError for one the
+        forwarding side never writes: not ``<size> <why>``, a size of 0, or more bytes than
+        that way carried (a spool `recover` was pointed at may hold anything)."""
+        said = read_unsent(record.data)
+        if said is None or not said[0]:
+            text = bytes(record.data[:40]).decode("utf-8", "replace")
+            raise HandoffError(
+                f"UNDELIVERED_LAST data {text!r} is not '<size> <why>' "
+                f"(a size of 1 to {SIZE_DIGITS} digits)"
+            )
+        sent = self._sent.get(record.conn)
+        carried = None if sent is None else sent[direction is Direction.S2C]
+        if carried is not None and said[0] > carried:
+            raise HandoffError(
+                f"UNDELIVERED_LAST takes back {said[0]} bytes, more than the {carried} its "
+                f"connection carried that way"
+            )
+        self._last.pop((record.conn, direction), None)
+        return said
 
     def _learn(self, record: Record, tap: ConnectionTap) -> None:
         """An ``UNRECORDED`` record: its values learned by ``tap`` in order with the chunks,

@@ -11,6 +11,7 @@ soon as decoding yields when the lines are written already, or there is no recor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -45,6 +46,7 @@ from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
+from .spool_hold import TailHold
 from .spool_pickle import safe_loads
 from .spool_records import SpoolRecords
 from .take_up import standing
@@ -233,6 +235,7 @@ class HandoffSource(HandoffConnections):
             pipe = self._spool = SpoolRecords(self.spool_fd, self.fd, reader)
         marked = 0
         flowing_until = -math.inf
+        hold = TailHold()
         while True:
             if spooled and self.observer.backlog > SPOOL_AHEAD:
                 # Nothing bounds what waits in the spool but its budget: read on only as fast
@@ -255,26 +258,34 @@ class HandoffSource(HandoffConnections):
                         # A killed session's spool: its last record, torn by the kill.
                         record = reader.torn()
                     if record is None:
+                        if last:  # no record follows the one held
+                            for ready in hold.release():
+                                self._handle(ready)
                         break
                     self.records += 1
                     if self.on_unended is not None and not math.isfinite(record.t):
                         # Written in the recording's lines, which hold finite times only.
                         raise HandoffError(f"its time is {record.t}")
-                    self._handle(record)
+                    holding = self._spool is not None and not self._spool.left
+                    for ready in hold.take(record, at, holding):
+                        self._handle(ready)
                 except Exception as exc:
                     if self.on_unended is None:
                         raise  # the pipe of this side's own forwarding process: a bug
                     where = at if self._spool is None else self._spool.start + at
                     self.broken = f"the record at offset {where} does not read: {_why(exc)}"
+                    for ready in hold.release():  # read whole before the damage
+                        with contextlib.suppress(Exception):  # the damage is what is said
+                            self._handle(ready)
                     return
-                if reader.offset - marked >= MARK_EVERY:
+                if hold.before(reader.offset) - marked >= MARK_EVERY:
                     # Within a long batch too: the forwarding side sees steady progress.
-                    marked = reader.offset
+                    marked = hold.before(reader.offset)
                     self.observer.after_queued(functools.partial(self._decoded, marked))
             if last:
                 return
-            if reader.offset > marked:
-                marked = reader.offset
+            if hold.before(reader.offset) > marked:
+                marked = hold.before(reader.offset)
                 self.observer.after_queued(functools.partial(self._decoded, marked))
             now = trio.current_time()
             if got >= GATHER_BELOW or bulk:
@@ -383,11 +394,8 @@ class HandoffSource(HandoffConnections):
                 if unsent is not None:
                     self.observer.lose(tap, direction, unsent[0], record.t, unsent=unsent[1])
             elif kind is Kind.UNDELIVERED_LAST:
-                undelivered = read_unsent(record.data)
-                if undelivered is not None:
-                    size, why = undelivered
-                    self._taken_back(record.conn, direction, size)
-                    self.observer.undelivered_last(tap, direction, size, why, record.t)
+                size, why = self._taken_back(record, direction)
+                self.observer.undelivered_last(tap, direction, size, why, record.t)
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))

@@ -208,24 +208,26 @@ class SpoolWriter(HandoffWriter):
         """Once the spool filled up during a call: that call's bytes, for the pipe."""
         self._t = 0.0
         """The time of the call at work (the ``SPOOL_FULL`` record's, should it fill up)."""
+        self._after_data = False
+        """The last record written is ``DATA``: the next ring settles it (`Kind.SETTLED`)."""
 
     def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
-        self._whole, self._t = self._at, t
+        self._whole, self._t, self._after_data = self._at, t, True
         return self._ended(super().data(conn, direction, t, data))
 
     def data_from_pipe(self, conn: int, direction: int, t: float, source: int, size: int) -> bool:
-        self._whole, self._t = self._at, t
+        self._whole, self._t, self._after_data = self._at, t, True
         return self._ended(super().data_from_pipe(conn, direction, t, source, size))
 
     def event(
         self, kind: Kind, conn: int, direction: int, t: float, text: Union[str, bytes] = ""
     ) -> None:
-        self._whole, self._t = self._at, t
+        self._whole, self._t, self._after_data = self._at, t, False
         super().event(kind, conn, direction, t, text)
         self._ended(True)
 
     def resumed(self, conn: int, direction: int, t: float, lost: int) -> None:
-        self._whole, self._t = self._at, t
+        self._whole, self._t, self._after_data = self._at, t, False
         super().resumed(conn, direction, t, lost)
         self._ended(True)
 
@@ -277,6 +279,12 @@ class SpoolWriter(HandoffWriter):
         already; a broken one belongs to a process whose death its watch sees."""
         if not self.unrung or self.doorbell < 0 or self.piped:
             return
+        if self._after_data:
+            # Rung between tasks, never inside a forwarding step: the write the last chunk
+            # was handed on before is done, or waits for room (`Kind.SETTLED`).
+            self.event(Kind.SETTLED, 0, 0, self._t)
+            if self.piped:
+                return  # the spool filled up with it: the pipe's records need no ring
         self.unrung = False
         with contextlib.suppress(OSError):
             os.write(self.doorbell, b"\0")

@@ -38,6 +38,11 @@ class SpoolRecords(PipeRecords):
         self._on_records = False
         """The pipe's doorbell bytes are behind: what it holds now is records."""
 
+    @property
+    def left(self) -> bool:
+        """The spool ended full: the records go on in the pipe."""
+        return self._left
+
     def leave(self) -> None:
         """The spool ended full (`Kind.SPOOL_FULL`): read on from the pipe."""
         self._left = True

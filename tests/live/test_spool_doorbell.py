@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from golem_proxy.events import Direction
+from golem_proxy.live.handoff import Kind
 from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.observer_link import ObserverLink
 from golem_proxy.live.spool import RING_EVERY, SpoolWriter
@@ -58,10 +59,14 @@ def test_a_burst_of_records_rings_the_doorbell_once_and_later_records_again(
         os.lseek(spool, 0, os.SEEK_SET)
         reader = RecordReader()
         reader.receive_data(os.read(spool, 1 << 20))
-        found = []
+        found, settled = [], []
         while (record := reader.next_record()) is not None:
-            found.append(bytes(record.data))
+            if record.kind is Kind.SETTLED:  # a ring after a batch that ended with DATA
+                settled.append(len(found))
+            else:
+                found.append(bytes(record.data))
         assert found[-1] == b"later" and found[0] == b"request 0" and len(found) == 101
+        assert settled and settled[-1] == 101, settled  # the last chunk settled by its ring
 
     try:
         trio.run(main, clock=clock)

@@ -17,8 +17,17 @@ import pytest
 from bench.processes import observing_processes
 from bench.robustness.proxy_cli import ROOT
 from golem_core.messages import Response
+from golem_proxy.events import ConnectionClosed
+from golem_proxy.live.handoff_connections import DOUBT, KILLED
 from golem_proxy.live.observer_launch import TEST_MODULE
-from golem_proxy.recording.format import read_recording
+from golem_proxy.live.spool_recover import _scan
+from golem_proxy.recording.format import (
+    Header,
+    RecordingWriter,
+    RouteInfo,
+    open_private,
+    read_recording,
+)
 from tests.live.observer_child_helpers import golem_calls, observed_proxy, wait_for
 
 SLOW = "tests.live.slow_observing"
@@ -149,3 +158,25 @@ def test_recover_without_a_spool_says_so(tmp_path: Path) -> None:
     done = _golem("recover", str(record), cwd=tmp_path)
     assert done.returncode != 0
     assert "no spool beside the recording" in done.stderr, done.stderr
+
+
+ROUTE = RouteInfo("main", "127.0.0.1:19000", "127.0.0.1:9000")
+
+
+def test_recover_counts_a_killed_connection_whose_close_says_more_after_its_doubt(
+    tmp_path: Path,
+) -> None:
+    """A close the kill left open says the spool's last bytes may not have been sent on, then,
+    when bytes recorded as sent were said undelivered too late, those (`_told_late`): it is
+    counted in recover's line all the same (before, only a reason ending with the doubt was)."""
+    path = tmp_path / "r.jsonl"
+    header = Header.new("golem", [ROUTE])
+    doubt = f"{KILLED}; {DOUBT.format('1049 bytes to the client')}"
+    reasons = [doubt, f"{doubt}; 20 bytes to the client recorded as sent never reached it (x)"]
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+        for conn, reason in enumerate([*reasons, KILLED, "client closed"], start=1):
+            writer.write(ConnectionClosed(conn=conn, route=ROUTE.name, reason=reason, t=1.0))
+
+    _, _, unsure = _scan(str(path))
+
+    assert unsure == 2

@@ -9,6 +9,7 @@ import os
 import pickle
 import re
 import resource
+import socket
 import struct
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.robustness.proxy_cli import ROOT
+from golem_core.profiles import GOLEM
 from golem_proxy.live.handoff import COUNT_KINDS, HEADER, Kind
 from golem_proxy.live.handoff_source import KILLED
 from golem_proxy.live.spool_header import read_header
@@ -257,3 +259,54 @@ def test_the_record_torn_by_the_kill_gives_the_bytes_it_holds(
     shown = _golem("show", str(record), cwd=tmp_path)
     assert "truncated" in shown.stdout, shown.stdout  # the frame is still cut short
     assert "pending" not in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("said", "refused"),
+    [
+        (b"0 client gone", "is not '<size> <why>'"),
+        (b"9" * 5000 + b" client gone", "is not '<size> <why>'"),
+        ("\u00b2 client gone".encode(), "is not '<size> <why>'"),
+        (b"5000000 client gone", "takes back 5000000 bytes, more than the"),
+    ],
+    ids=["size-0", "5000-digits", "superscript-two", "more-than-carried"],
+)
+def test_an_undelivered_last_record_the_proxy_never_writes_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: bytes, refused: str
+) -> None:
+    """An ``UNDELIVERED_LAST`` after the spool's last answer that the forwarding process never
+    writes (a size of 0, which took the doubt away unsaid; thousands of digits, which gave
+    Python's own "Exceeds the limit (4300 digits)"; a digit ``int`` reads that is not ASCII;
+    more bytes than the connection carried that way, which the close repeated) stops the
+    decoding at it, one line naming it: the recording and the spool are left as they were."""
+    monkeypatch.setenv(SPOOL_DIR_ENV, "beside")
+    record = tmp_path / "s.jsonl"
+    with (
+        observed_proxy(record, "--observer-spool") as cli,
+        socket.create_connection(("127.0.0.1", cli.port), timeout=20) as sock,
+    ):
+        sock.sendall(GOLEM.encode({"id": 1, "method": "echo", "params": {"a": "b" * 1000}}))
+        got = b""
+        while len(got) < 1000:
+            got += sock.recv(65536)
+        # Killed with the connection open: the record names a connection decoded on.
+        wait_for(lambda: _recorded(record) == 1, what="the call recorded")
+        _kill_everything(cli.process.pid)
+        cli.process.communicate()
+    rec_bytes = record.read_bytes()
+    spool = Path(f"{record}.spool")
+    data = spool.read_bytes()
+    last = [at for at, kind, _, _ in _records(data) if kind is Kind.DATA][-1]
+    conn = HEADER.unpack_from(data, last)[1]
+    crafted = data + HEADER.pack(Kind.UNDELIVERED_LAST, conn, 1, 9.0, len(said)) + said
+    spool.write_bytes(crafted)
+
+    done = _golem("recover", str(record), cwd=tmp_path)
+
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"the record at offset {len(data)} does not read: UNDELIVERED_LAST" in lines[0]
+    assert refused in lines[0], lines[0]
+    assert "4300" not in lines[0] and "ValueError" not in lines[0], lines[0]
+    assert record.read_bytes() == rec_bytes
