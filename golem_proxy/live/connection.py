@@ -346,7 +346,11 @@ class Connection(HandsToInspection):
                 self.release_fin()  # the upstream only half-closed
             return True
         offset = self.sent[Direction.C2S] - len(data)
-        if (not observed or handed) and refused and not acked_past(self.upstream.socket, offset):
+        if (
+            (not observed or handed)
+            and refused
+            and not acked_past(self.upstream.socket, offset, connected=True)
+        ):
             # Refused at once, none of it acknowledged: the plugin had closed its socket.
             # One that half-closed, read some and closed with the rest unread resets too.
             self.gone.add("upstream")

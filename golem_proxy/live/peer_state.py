@@ -94,33 +94,43 @@ def reset_at_once(sock: trio.socket.SocketType) -> Optional[bool]:
 _BYTES_ACKED = struct.Struct("=Q")
 _BYTES_ACKED_AT = 120
 """Where Linux's ``struct tcp_info`` holds ``tcpi_bytes_acked`` (since 4.2): the bytes the
-peer's kernel acknowledged, the SYN's one counted."""
+peer's kernel acknowledged, the SYN's one counted on a socket that connected (not on one a
+listener accepted: measured, a connected socket reads 1 before any data, an accepted one 0)."""
+_TCP_CLOSE = 7
+"""``tcpi_state`` (the first byte of ``struct tcp_info``) of a socket the peer reset."""
 
 
-def bytes_acked(sock: trio.socket.SocketType) -> Optional[int]:
-    """The data bytes sent on ``sock`` that the peer's kernel acknowledged (they reached its
-    socket; whether its application read them is not known); None where it cannot be asked
-    (not TCP, not Linux). Still readable once the connection was reset."""
+def bytes_acked(sock: trio.socket.SocketType, connected: bool) -> Optional[int]:
+    """The data bytes sent on ``sock`` (``connected``: it connected, else a listener accepted
+    it) that the peer's kernel acknowledged (they reached its socket; whether its application
+    read them is not known); None where it cannot be asked (not TCP, not Linux). Still
+    readable once the connection was reset."""
     info = _tcp_info(sock, 256)
     if info is None or len(info) < _BYTES_ACKED_AT + _BYTES_ACKED.size:
         return None
     acked: int = _BYTES_ACKED.unpack_from(info, _BYTES_ACKED_AT)[0]
-    return max(0, acked - 1)
+    return max(0, acked - 1) if connected else acked
 
 
-def acked_past(sock: trio.socket.SocketType, offset: int) -> bool:
+def acked_past(sock: trio.socket.SocketType, offset: int, connected: bool) -> bool:
     """Whether the peer's kernel acknowledged data sent on ``sock`` past its first ``offset``
     bytes (they reached its socket); False where it cannot be told (`bytes_acked`)."""
-    acked = bytes_acked(sock)
+    acked = bytes_acked(sock, connected)
     return acked is not None and acked > offset
 
 
 def refused_unread(sock: trio.socket.SocketType, offset: int) -> bool:
-    """Whether the peer of ``sock``, which had sent its FIN, refused the bytes just written
-    past ``offset`` at once with a reset, its kernel acknowledging none of them: it had closed
-    its socket, and never read them (a half-closed peer that read some and closed with the
-    rest unread resets too, later, or after acknowledging them)."""
-    return bool(reset_at_once(sock)) and not acked_past(sock, offset)
+    """Whether the peer of ``sock`` (a client's socket, which a listener accepted) refused the
+    bytes just written past ``offset`` at once with a reset, its kernel acknowledging none of
+    them: it had closed its socket, and never read them (a half-closed peer that read some and
+    closed with the rest unread resets too, later, or after acknowledging them). Asked of the
+    socket's state, not of its pending error, which reading would clear: the client's pump is
+    then still told of the reset (a reset the client made after it took the bytes is its close,
+    not a refusal)."""
+    info = _tcp_info(sock, 256)
+    if not info or info[0] != _TCP_CLOSE:
+        return False
+    return not acked_past(sock, offset, connected=False)
 
 
 async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
