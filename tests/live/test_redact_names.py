@@ -13,7 +13,7 @@ from golem_core.messages import Role
 from golem_core.profiles import GOLEM, MCP, Profile
 from golem_proxy.live.frame_redaction import FrameRedaction, values_replaced
 from golem_proxy.live.redact import REDACTED, Redactor
-from golem_proxy.live.redact_names import hidden_already, names_spared
+from golem_proxy.live.redact_names import names_spared
 
 
 def _frame(redaction: FrameRedaction, obj: Any, role: Role, method: str) -> dict[str, Any]:
@@ -125,18 +125,3 @@ def test_the_start_hint_names_the_scoped_rules() -> None:
     )
     for other in ("tools/call:params.name", "params.code", "params.arguments.name", "params"):
         assert names_spared(other) is None
-
-
-def test_a_rule_given_already_or_one_above_it_is_not_suggested() -> None:
-    wanted = "tools/call:params.arguments.name"
-    for given in (wanted, "params.arguments", "tools/call:params.*", "params.*.name"):
-        assert hidden_already(wanted, [given]), given
-    for other in ("prompts/get:params.arguments", "params.arguments.text", "params.name", "x:"):
-        assert not hidden_already(wanted, [other]), other
-    # A rule for every method never reaches the tool's name: no cover for the scoped one.
-    assert not hidden_already("tools/call:params.name", ["params.name", "params"])
-    assert names_spared("params.name", ["params.name", "tools/call:params.name"]) == (
-        "leaves the prompt a prompts/get names in clear on the MCP hop: a name of the "
-        "protocol, not a value; add --redact prompts/get:params.name to hide it"
-    )
-    assert names_spared("params.name", ["tools/call:params", "prompts/get:params.*"]) is None
