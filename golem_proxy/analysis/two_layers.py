@@ -5,11 +5,13 @@ here decides one."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..events import FrameSeen
 from .flows import Flow
+from .reading_notes import reading_notes
 from .tool_calls import (
     AMBIGUOUS,
     LAYER_MCP,
@@ -118,6 +120,9 @@ class TwoLayers:
     """GOLEM flows sent outside any tool call."""
     ambiguous: list[Flow] = field(default_factory=list)
     """GOLEM flows sent while several tool calls overlapped (`Attribution.numbers` names them)."""
+    notes: list[str] = field(default_factory=list)
+    """What reading the recording to its end noted (`reading_notes`: cut short, lines lost or
+    out of order, …), as every view prints them; empty from a `TwoLayerBuilder` alone."""
 
     def client_requests(self) -> list[FrameSeen]:
         """What the MCP client sent, in wire order (requests and notifications): the client
@@ -164,16 +169,18 @@ class TwoLayerBuilder:
             layers.outside.append(flow)
 
 
-def read_two_layers(path: str) -> TwoLayers:
-    """Read the recording at ``path`` into its two layers. Raises TraceError (analysis.trace)
+def read_two_layers(path: str | os.PathLike[str]) -> TwoLayers:
+    """Read the recording at ``path`` into its two layers, with what reading it noted
+    (`TwoLayers.notes`). Raises TraceError (analysis.trace)
     for a file that cannot be read; a recording without an MCP layer has every flow in
     ``outside``."""
-    with open_flows(path) as reader:
+    with open_flows(os.fspath(path)) as reader:  # the notes name it as a text
         index = ToolCallIndex(mcp_routes(reader.route_profiles))
         builder = TwoLayerBuilder(index)
         for flow in reader.flows():
             index.note(flow)
             builder.add(flow)
+        builder.layers.notes = reading_notes(reader)
     return builder.layers
 
 

@@ -32,7 +32,11 @@ def report_json(
         "ok": result.ok and lost is None,
         "target_lost": lost.to_json() if lost is not None else None,
         "tool_calls": len(result.tool_checks),
-        "differing": [check.name for check in result.tool_checks if not check.ok],
+        "differing": [check.name for check in result.tool_checks if check.differs],
+        "failed_as_recorded": [
+            check.name for check in result.tool_checks if check.as_recorded is not None
+        ],
+        "not_played": [check.name for check in result.tool_checks if check.not_played],
         "differing_requests": _differing_requests(result),
         "checks": [check.to_json() for check in result.checks],
         "non_json_lines": result.non_json_lines,
@@ -65,7 +69,12 @@ def render(
     table.add_column("result")
     table.add_column("first difference", overflow="fold")
     for check in result.checks:
-        if not check.ok:
+        if check.not_played:  # the failure is the step's before it, said on its row
+            verdict, said = Text("not played", "yellow"), check.first_difference()
+        elif check.as_recorded is not None:
+            verdict = Text("failed as recorded", "red")
+            said = f"{check.first_difference()}; {check.as_recorded}"
+        elif not check.ok:
             verdict, said = Text("differs", "red"), check.first_difference()
             if check.cause is not None:  # what may explain it comes first
                 said = f"{check.cause}: {said}"
@@ -134,7 +143,7 @@ def render(
         for line in result.stderr_tail.strip()[-2000:].splitlines():
             console.print(Text(safe_text(line)))
     tools = result.tool_checks
-    differing = [check.name for check in tools if not check.ok]
+    differing = [check.name for check in tools if check.differs]
     others = _differing_requests(result)
     if lost is not None:
         if differing:  # the build's differences before the plugin went away
@@ -156,18 +165,7 @@ def render(
         )
     elif result.ok:
         console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")
-    elif differing or others:
-        summary: list[str] = []
-        if differing:
-            names = safe_text(", ".join(dict.fromkeys(differing)))
-            summary.append(f"{len(differing)} of {len(tools)} tool calls differ: {names}")
-        else:
-            qualifier = "compared " if unknown else ""
-            summary.append(f"the {len(tools) - unknown} tool calls {qualifier}match")
-        if others:
-            # What the model is told (the tools, the server) changed, whatever the results.
-            verb = "differs" if len(others) == 1 else "differ"
-            summary.append(f"{safe_text(', '.join(others))} {verb}")
+    elif summary := _summary(tools, others, unknown):
         console.print(Text("mcp-verify: " + "; ".join(summary), "red"))
     elif misses:
         console.print(
@@ -179,6 +177,39 @@ def render(
         )
     else:
         console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))
+
+
+def _summary(tools: list[McpCheck], others: list[str], unknown: int) -> list[str]:
+    """The clauses of the summary of a run whose checks failed: the tool calls that differ,
+    those that failed as the recorded calls did, those not played (after a step the server
+    left unanswered: the reason is that step's), then the other requests that differ; none
+    when every check passed (the run failed otherwise)."""
+    clauses: list[str] = []
+    unplayed = [check for check in tools if check.not_played]
+    alike = [check.name for check in tools if check.as_recorded is not None]
+    kinds = [
+        ("differ", [check.name for check in tools if check.differs], ""),
+        ("failed as recorded", alike, ""),
+        ("not played", [check.name for check in unplayed], unplayed and unplayed[0].problem),
+    ]
+    for said, names, why in kinds:
+        if names:
+            # The first clause says of how many; the reason of those not played is one.
+            of = "" if clauses else f" of {len(tools)} tool calls"
+            listed = f": {_names(names)}" if not why else f" ({_names(names)}): {why}"
+            clauses.append(f"{len(names)}{of} {said}{listed}")
+    if not clauses and others:
+        qualifier = "compared " if unknown else ""
+        clauses.append(f"the {len(tools) - unknown} tool calls {qualifier}match")
+    if others:
+        # What the model is told (the tools, the server) changed, whatever the results.
+        verb = "differs" if len(others) == 1 else "differ"
+        clauses.append(f"{safe_text(', '.join(others))} {verb}")
+    return [safe_text(clause) for clause in clauses]
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(dict.fromkeys(names))
 
 
 def _miss_text(miss: dict[str, Any]) -> str:
@@ -198,7 +229,7 @@ def _miss_text(miss: dict[str, Any]) -> str:
 def _differing_requests(result: McpVerifyResult) -> list[str]:
     """The methods of the requests other than tool calls whose answers differ, each once."""
     return list(
-        dict.fromkeys(check.name for check in result.checks if check.tool is None and not check.ok)
+        dict.fromkeys(check.name for check in result.checks if check.tool is None and check.differs)
     )
 
 

@@ -26,7 +26,7 @@ from golem_core.profiles import GOLEM, MCP
 from ..live.attribution import ToolCallTracker
 from ..live.connection_attribution import ConnectionAttribution
 from ..live.log_output import MCP_CLOSE_TIMEOUT, TerminalOutput, print_closing
-from ..live.redact_names import names_spared, tool_call_counterpart
+from ..live.redact_names import hidden_already, names_spared, tool_call_counterpart
 from ..live.session import SessionConfig
 from ..live.stdio_child import ChildStartError
 from ..net.addresses import Address, Route
@@ -205,15 +205,16 @@ def _warn_of_golem_only_rules(rules: tuple[str, ...]) -> None:
     ``params.arguments``, and would record the value in clear. The rule that would hide it
     there is named, not added: which argument a server makes which parameter of is its own.
     And one for each rule for every method whose path is, on the MCP hop, a tool's or a
-    prompt's name, which it leaves alone (`redact_names`)."""
+    prompt's name, which it leaves alone (`redact_names`). A rule given already, or one that
+    hides more, is never suggested."""
     for rule in rules:
         try:
             counterpart = tool_call_counterpart(rule)
-            spared = names_spared(rule)
+            spared = names_spared(rule, rules)
         except ValueError:
             continue  # the session refuses it, saying why
         lines: list[str] = []
-        if counterpart is not None:
+        if counterpart is not None and not hidden_already(counterpart, rules):
             where = rule.partition(":")[2] if ":" in rule else rule
             lines.append(
                 f"hides GOLEM's {where}; the tool call's arguments are params.arguments.*: "

@@ -35,7 +35,7 @@ from ..replay.late_hold import LateHold
 from ..replay.live_redaction import LiveRedaction
 from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
-from ..replay.mcp_script import ClientStep, McpScript, NoMcpLayer, read_script
+from ..replay.mcp_script import ClientStep, McpScript, NoMcpLayer, note_endings, read_script
 from ..replay.mcp_verify import McpVerifyResult, play
 from ..replay.outage_plan import OutagePlan, RouteHistories
 from ..replay.outage_standin import AppliedOutage, OutageStandIn
@@ -44,7 +44,7 @@ from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..replay.standin_notes import explain, idle_json, late_json
 from ._bound_routes import client_environment
-from ._common import CommandError, print_error, reading
+from ._common import CommandError, print_error, print_notes, reading
 from ._comparing import add_comparison_arguments, comparator_from
 from ._mcp_verify_report import render, report_json
 from ._options import add_address, add_recording, add_timeout
@@ -145,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         plan = histories.plan(script)
         trace = load_exchanges(args.file)
         layers = read_two_layers(args.file)
+        # A request the recording left unanswered says why, as its row does in every view.
+        note_endings(script, layers.mcp)
         scopes = CallScopes.of(layers, trace)
         late = LateHold.of(layers, trace)
         numbers = {index: call.number for index, call in scopes.calls.items()}
@@ -177,9 +179,13 @@ def run(args: argparse.Namespace) -> int:
     lost = live.lost
     if args.json:
         report = report_json(result, misses, outages, addresses, lost, played)
+        report["notes"] = layers.notes
         print(json_text(report, indent=2))
     else:
         render(result, misses, Console(highlight=False), outages, addresses, lost, played)
+    # On stderr, as every reader says them (a recording cut short, lines lost or out of
+    # order); they change no exit status.
+    print_notes(layers.notes)
     if lost is not None:
         went = (
             f"mcp-verify: the live plugin at {lost.address} ({lost.option}) went away during "

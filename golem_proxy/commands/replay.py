@@ -28,7 +28,14 @@ from ..replay.setup import (
     upstreams_for,
 )
 from ..terminal import safe_text
-from ._common import CommandError, add_overwrite, check_output, trace_path_arg, unwrap
+from ._common import (
+    CommandError,
+    add_overwrite,
+    check_output,
+    print_notes,
+    trace_path_arg,
+    unwrap,
+)
 from ._options import add_address, add_profile, add_timeout
 
 NAME = "replay"
@@ -209,9 +216,12 @@ def run(args: argparse.Namespace) -> int:
                 server.end_recording(ended)
             recorder.close()
     # The report names rows: wait for the worker's reading of them, or read them now.
-    number_all(engine.index.trace.exchanges)
+    notes = number_all(engine.index.trace.exchanges)
     report = summary(engine)
     print(summary_text(report), file=sys.stderr, flush=True)
+    # What reading the recordings noted (cut short, lines lost or out of order), as every
+    # reader says it: what was served came from them.
+    print_notes(notes)
     if args.report:
         dump_summary(report, args.report, overwrite=args.overwrite)
     return 0

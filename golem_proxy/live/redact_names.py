@@ -23,6 +23,7 @@ other, than their path suggests on one layer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Optional
 
 from .redact import parse_rule
@@ -30,6 +31,7 @@ from .redact_paths import Place, places
 
 __all__ = [
     "TOOL_CALL_ARGUMENTS",
+    "hidden_already",
     "kept_from_echoes",
     "names_spared",
     "spared_by_rules",
@@ -76,18 +78,22 @@ def kept_from_echoes(obj: Any, spared: frozenset[Place]) -> frozenset[Place]:
     return spared
 
 
-def names_spared(text: str) -> Optional[str]:
+def names_spared(text: str, given: Iterable[str] = ()) -> Optional[str]:
     """For a rule for every method whose path reaches a tool's or a prompt's name on the MCP
     hop (``params.name``, ``params.*``, ``result.tools.*.name``), what it leaves in clear
-    there and the rules that would hide it, as a clause of one line; None for any other rule.
-    Raises ValueError as `parse_rule`."""
+    there and the rules that would hide it, as a clause of one line; None for any other rule,
+    or when the ``given`` rules hide all of it already (`hidden_already`: a user told to add
+    a rule they gave would look for what they got wrong). Raises ValueError as
+    `parse_rule`."""
     rule = parse_rule(text)
     if rule.method is not None:
         return None
+    rules = list(given)
     spared = [
         (method, described, pattern)
         for method, (pattern, described) in _NAMING.items()
         if _reaches(rule.segments, pattern)
+        and not hidden_already(method + ":" + ".".join(pattern), rules)
     ]
     if not spared:
         return None
@@ -141,3 +147,25 @@ def tool_call_counterpart(text: str) -> Optional[str]:
         return None  # scoped to an MCP method
     method, params, arguments = TOOL_CALL_ARGUMENTS
     return ".".join((f"{method}:{params}", arguments, *segments[1:]))
+
+
+def hidden_already(text: str, given: Iterable[str]) -> bool:
+    """Whether one of the ``given`` rules hides on its method's messages all that the rule
+    ``text`` (``METHOD:PATH``) would: one for that method or for every method, whose path is
+    ``text``'s or one above it (a rule replaces the whole value at its path), ``*`` standing
+    for any member. A rule for every method never reaches a naming place (`spared_by_rules`).
+    Rules that do not parse hide nothing (the session refuses them, saying why)."""
+    wanted = parse_rule(text)
+    naming = _NAMING.get(wanted.method or "")
+    for other in given:
+        try:
+            rule = parse_rule(other)
+        except ValueError:
+            continue
+        if rule.method not in (None, wanted.method) or len(rule.segments) > len(wanted.segments):
+            continue
+        if rule.method is None and naming is not None and _reaches(wanted.segments, naming[0]):
+            continue
+        if all(mine in (_ANY, theirs) for mine, theirs in zip(rule.segments, wanted.segments)):
+            return True
+    return False

@@ -34,14 +34,17 @@ class McpPlayer:
         self.stuck: Optional[str] = None
         self.answer_line: Optional[bytes] = None
         """The line of the last answer `request` returned, as the server wrote it."""
+        self.output_ended = False
+        """The server's stdout ended while a request waited for its answer."""
 
     def gone_reason(self) -> str:
+        """Why nothing more is sent: the server hung or went."""
         if self.stuck is not None:
-            return f"not sent: {self.stuck}"
+            return self.stuck
         status = self.child.status
         if status is None:
-            return "not sent: the server stopped reading its stdin"
-        return f"not sent: the server exited (status {status})"
+            return "the server stopped reading its stdin"
+        return f"the server exited (status {status})"
 
     async def request(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
         """Send one step; for a request, the answer envelope, or why there is none. A
@@ -61,13 +64,14 @@ class McpPlayer:
     async def _exchange(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
         if not await self.child.send(payload):
             self.alive = False
-            return self.gone_reason()
+            return f"not sent: {self.gone_reason()}"
         if not step.is_request:
             return {}
         while True:
             line = await self.child.receive()
             if line is None:
                 self.alive = False
+                self.output_ended = True
                 await self._settle()
                 status = self.child.status
                 how = f"exited (status {status})" if status is not None else "closed stdout"

@@ -18,12 +18,13 @@ from typing import Any, Optional, Union
 from golem_core.messages import ErrorResponse, JsonId, Request, Response
 from golem_core.profiles.mcp import TOOLS_CALL, cancelled_id
 
+from ..analysis.flow import Flow
 from ..analysis.tool_calls import mcp_routes
 from ..events import Direction, Event, FrameSeen, GapReason, ObservationLost, RouteDown
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 
-__all__ = ["ClientStep", "McpScript", "NoMcpLayer", "read_script"]
+__all__ = ["ClientStep", "McpScript", "NoMcpLayer", "note_endings", "read_script"]
 
 
 class NoMcpLayer(ValueError):
@@ -62,6 +63,12 @@ class ClientStep:
     routes_down: Optional[tuple[RouteDown, ...]] = None
     """A ``tools/call`` made while GOLEM routes were not listening: those routes, as the
     recording decided it (`FrameSeen.routes_down`; None: none, or an older recording)."""
+    answer_cut_off: bool = False
+    """Unanswered: the recording ends while it waited (the file was cut short, as its row
+    says: `Flow.ended_waiting`), so its answer may have come, unrecorded (`note_endings`)."""
+    server_ended: bool = False
+    """Unanswered: the server ended its output while it waited (it died or quit during the
+    call, as its row says: `Flow.stream_ended`) (`note_endings`)."""
 
     @property
     def is_request(self) -> bool:
@@ -112,6 +119,28 @@ def read_script(path: str, others: Optional[Callable[[Event], None]] = None) -> 
                     others(event)
 
         return _script(of_the_hop())
+
+
+def note_endings(script: McpScript, flows: Iterable[Flow]) -> None:
+    """Say on each request of ``script`` left unanswered how its row in the recording ended
+    (``flows``: the recording's MCP flows, `read_two_layers`), as every view says it: still
+    waiting where the file ends (`ClientStep.answer_cut_off`), or the server's output ended
+    first (`ClientStep.server_ended`)."""
+    waiting = {
+        step.index: step
+        for step in script.steps
+        if step.is_request and step.answer is None and step.answer_digest is None
+    }
+    for flow in flows:
+        request = flow.request
+        if flow.conn != script.conn or flow.response is not None or request is None:
+            continue
+        step = waiting.get(request.index) if request.direction is Direction.C2S else None
+        if step is None:
+            continue
+        step.answer_cut_off = flow.ended_waiting == "recording"
+        ended = flow.stream_ended
+        step.server_ended = ended is not None and ended.direction is Direction.S2C
 
 
 def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:

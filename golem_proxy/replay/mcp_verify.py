@@ -72,10 +72,24 @@ class McpCheck:
     """On a check that differs: what the recording's marks say the recorded call met that the
     stand-in could not play as it was, in words (`standin_notes`): said ahead of the
     difference, which it may explain; it still fails."""
+    not_played: bool = False
+    """Never sent: the server had left a request before it unanswered, or had gone
+    (``problem`` says which). It fails the run, as the server's failure before it; no
+    difference of its own."""
+    as_recorded: Optional[str] = None
+    """On a check whose request the server left unanswered, its output ended (it died or
+    quit during the call): the recorded call met the same, in words. It fails, as a server
+    that dies does; the outcome is the recording's, no difference."""
 
     @property
     def ok(self) -> bool:
         return not self.differences and self.problem is None and not self.sent_unrecorded
+
+    @property
+    def differs(self) -> bool:
+        """It failed otherwise than the recorded call did: not for want of being played
+        (`not_played`), nor as recorded (`as_recorded`)."""
+        return not self.ok and not self.not_played and self.as_recorded is None
 
     @property
     def name(self) -> str:
@@ -117,6 +131,10 @@ class McpCheck:
             data["played"] = list(self.played)
         if self.cause is not None:
             data["cause"] = self.cause
+        if self.not_played:
+            data["not_played"] = True
+        if self.as_recorded is not None:
+            data["as_recorded"] = self.as_recorded
         return data
 
 
@@ -176,7 +194,7 @@ async def play(
         check = _check_for(step, numbers)
         if not player.alive:
             if check is not None:
-                check.problem = player.gone_reason()
+                check.problem, check.not_played = player.gone_reason(), True
                 result.checks.append(check)
             continue
         if before_step is not None:
@@ -191,6 +209,8 @@ async def play(
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
+            if player.output_ended and step.server_ended:
+                check.as_recorded = "the recorded server's output ended during this call too"
         else:
             judge(check, step, answer, comparator, line=player.answer_line)
         if after_check is not None and await after_check(check):
@@ -238,6 +258,10 @@ def judge(
         check.differences = [] if found is None else [found]
     elif step.answer_unobserved or step.answer_digest is not None:
         check.not_compared = "its answer in the recording fell in bytes not observed"
+    elif step.answer_cut_off:
+        # The file ends while the call waited: its answer may have come, unrecorded. The
+        # build's answer is compared with nothing, which is no difference of the build.
+        check.not_compared = "the recording ends before its answer (cut short)"
     else:
         check.problem = "answered now, unanswered in the recording"
     note_route_addresses(check, comparator)

@@ -89,16 +89,20 @@ class RowNumbers:
         return self._found
 
 
-def number_all(exchanges: Iterable[RecordedExchange]) -> None:
+def number_all(exchanges: Iterable[RecordedExchange]) -> list[str]:
     """Read the rows of every recording ``exchanges`` come from (several served as one),
-    each once: for a worker thread."""
+    each once: for a worker thread. Returns what reading them noted (`RowNumbers.notes`),
+    each recording's in turn."""
     seen: dict[int, RowNumbers] = {}
     for exchange in exchanges:
         numbering: Optional[RowNumbers] = getattr(exchange, "_rows", None)
         if numbering is not None and id(numbering) not in seen:
             seen[id(numbering)] = numbering
+    notes: list[str] = []
     for numbering in seen.values():
         numbering.rows()
+        notes += numbering.notes
+    return notes
 
 
 def _number(exchanges: list[RecordedExchange], found: RequestRows) -> None:

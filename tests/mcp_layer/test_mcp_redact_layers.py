@@ -89,3 +89,24 @@ def test_a_rule_that_hides_only_the_golem_parameter_says_where_the_tool_call_has
         "params.code; the tool call's arguments are params.arguments.*: add --redact "
         "tools/call:params.arguments.code to hide it there too",
     ]
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "tools/call:params.arguments.name",  # the very rule the hint names
+        "params.arguments",  # a rule above it, for every method
+        "tools/call:params.arguments.*",
+    ],
+)
+def test_the_hint_never_asks_for_a_rule_given_already(tmp_path: Path, given: str) -> None:
+    """``--redact params.name`` with the rule that hides the name among a tool call's
+    arguments given too: the hint told the user to add the rule they had given (or one a
+    rule of theirs covers), so they would look for what they got wrong."""
+    args = ["--redact", "params.name", "--redact", given]
+    done = run_cli(
+        "mcp", *args, "--record", str(tmp_path / "r.jsonl"), "--", sys.executable, "-c", "pass"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the tool call's arguments" not in done.stderr
+    assert "add --redact tools/call:params.arguments.name" not in done.stderr

@@ -162,10 +162,10 @@ def test_the_start_hint_says_a_rule_for_every_method_leaves_the_tool_names(
         "golem-proxy: mcp: --redact params.name hides GOLEM's params.name; the tool call's "
         "arguments are params.arguments.*: add --redact tools/call:params.arguments.name to "
         "hide it there too",
-        "golem-proxy: mcp: --redact params.name leaves the tool a tools/call names and the "
-        "prompt a prompts/get names in clear on the MCP hop: a name of the protocol, not a "
-        "value; add --redact tools/call:params.name --redact prompts/get:params.name to hide "
-        "them",
+        # tools/call:params.name is given: only the prompt's rule is left to suggest.
+        "golem-proxy: mcp: --redact params.name leaves the prompt a prompts/get names in clear "
+        "on the MCP hop: a name of the protocol, not a value; add --redact "
+        "prompts/get:params.name to hide it",
         "golem-proxy: mcp: --redact result.tools.*.name leaves the tools a tools/list lists "
         "in clear on the MCP hop (but in an answer whose request the proxy did not see, of no "
         "known method, where every rule hides what it reaches): a name of the protocol, not a "

@@ -127,7 +127,9 @@ def test_a_server_that_dies_differs_and_junk_on_stdout_is_flagged(recording: Pat
     assert "the server exited (status 3)" in done.stdout
     assert "not JSON-RPC (first: 'server ready!')" in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.startswith(("list_", "big_"))]
-    assert len(rows) == 2 and all("differs" in row for row in rows)
+    # The call it died in differs; the calls after it were never sent.
+    assert len(rows) == 2 and "differs" in rows[0], rows
+    assert "not played  the server exited (status 3)" in rows[1], rows
     # Its stderr's last lines, each on a line of its own (not one line of `\n`s).
     lines = done.stdout.splitlines()
     said = lines.index("the server's last words on stderr:")
@@ -168,12 +170,25 @@ for line in sys.stdin:
 
 
 def test_a_server_that_stops_answering_costs_one_timeout(recording: Path) -> None:
-    done = mcp_verify("--timeout", "2", str(recording), server=[sys.executable, "-c", SILENT])
+    """The calls after the one the server left unanswered are not sent: they are not played,
+    no difference of the build's (they read ``differs`` and were counted as such)."""
+    silent = [sys.executable, "-c", SILENT]
+    done = mcp_verify("--timeout", "2", str(recording), server=silent)
     assert done.returncode == 1, done.stdout + done.stderr
     rows = {line.split()[0]: line for line in done.stdout.splitlines() if line[:1].isalpha()}
-    assert "no answer within 2 s" in rows["list_layers"]
-    assert "not sent: the server left id 1 unanswered" in rows["big_text"]
-    assert "6 of 6 tool calls differ" in done.stdout
+    assert "differs" in rows["list_layers"] and "no answer within 2 s" in rows["list_layers"]
+    unplayed = [name for name, _ in CALLS[1:]]
+    for name in unplayed:
+        assert "not played  the server left id 1 unanswered" in rows[name], rows[name]
+    assert (
+        "mcp-verify: 1 of 6 tool calls differ: list_layers; 5 not played "
+        f"({', '.join(unplayed)}): the server left id 1 unanswered"
+    ) in done.stdout
+    as_json = mcp_verify("--json", "--timeout", "2", str(recording), server=silent)
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False
+    assert report["differing"] == ["list_layers"]
+    assert report["not_played"] == unplayed
 
 
 OBJECTS = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_objects.py")]

@@ -393,3 +393,21 @@ def test_the_replay_summary_adds_up_to_the_requests_malformed_ones_included(
     assert found is not None, line
     total, *parts = (int(number) for number in found.groups())
     assert parts[2] == 1 and total == sum(parts), line  # served, built-in, malformed, missed
+
+
+def test_replay_says_the_recording_was_cut_short_as_every_reader_does(tmp_path: Path) -> None:
+    """A recording whose last lines (the closes) are missing: `show` says the proxy stopped
+    without closing it; replay, which serves from it, said nothing."""
+    lines = modelling_session(tmp_path / "whole.jsonl").read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(line for line in lines if '"kind":"close"' not in line))
+    said = "the proxy stopped without closing this recording"
+    shown = golem_proxy("show", str(cut))
+    assert said in shown.stderr, shown.stderr
+    done = golem_proxy(
+        "replay", str(cut), "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0",
+        "--idle-exit", "0.2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    note = next(line for line in shown.stderr.splitlines() if said in line)
+    assert note in done.stderr.splitlines(), done.stderr
