@@ -100,14 +100,19 @@ class ToolCallCheck:
         ``tools/call`` of that id and tool (and the file says it lacks none)."""
         if not calls or self._unsure:
             return
+        unheld: list[ToolCallRef] = []
         for call in calls:
-            try:
-                self._check(call)
-            except RecordingError:
-                if self.deferred is None:
-                    raise
-                self.deferred.append(calls)
-                return
+            held = (call.conn, call.index) in self._calls
+            if self.deferred is not None and not (
+                held or call.index <= self._floor.get(call.conn, -1)
+            ):
+                # A call asked before the part (one in flight since): the lines before it
+                # decide that one only; those the part holds are checked here.
+                unheld.append(call)
+                continue
+            self._check(call)
+        if unheld and self.deferred is not None:
+            self.deferred.append(tuple(unheld))
 
     def _check(self, call: ToolCallRef) -> None:
         conn, index = call.conn, call.index

@@ -350,3 +350,31 @@ def test_a_file_read_in_two_parts_checks_tool_calls_as_one_read(tmp_path: Path) 
     assert whole and set(whole) == {None}
     ghost = read_split(_session({"tool_calls": [{**CALL, "n": 77}]}, {}))
     assert set(ghost) == {"line 6"}, ghost
+    # Two calls in flight, one asked before the split and one after: each half decides its own.
+    assert set(read_split(_two_in_flight())) == {None}
+
+
+def _two_in_flight() -> list[str]:
+    """A tool call the server never answers (in flight for the rest of the session), then
+    another, whose GOLEM request names both."""
+    header, opened = _session({}, {})[:2]
+    first = {"conn": 1, "n": 0, "id": 1, "tool": "hang"}
+    second = {"conn": 1, "n": 1, "id": 2, "tool": "list_layers"}
+
+    def call(ident: int, tool: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": tool}}
+
+    asked = {"id": "a", "method": "scene.list_layers", "params": {}}
+    return [
+        header,
+        opened,
+        _frame(2, 1, "mcp", "c2s", 0, call(1, "hang"), method="tools/call", expects_answer=True),
+        _line(seq=3, t=0.003, kind="open", conn=2, route="main", client="c", upstream="u"),
+        _frame(4, 1, "mcp", "c2s", 1, call(2, "list_layers"), method="tools/call",
+               expects_answer=True),
+        _frame(5, 2, "main", "c2s", 0, asked, method="scene.list_layers",
+               tool_calls=[first, second], expects_answer=True),
+        _frame(6, 2, "main", "s2c", 0, {"id": "a", "result": {"layers": []}},
+               tool_calls=[first, second], answers=0),
+        _exchange(7, 2, "main", "scene.list_layers"),
+    ]  # fmt: skip
