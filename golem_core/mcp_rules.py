@@ -215,6 +215,12 @@ class SessionOrder:
                 )
         return found
 
+    @property
+    def start_known(self) -> bool:
+        """Whether `R_INITIALIZE_FIRST` can be judged: the session's start is not lost in a
+        gap (or an ``initialize`` was seen since)."""
+        return self._known
+
     def gap(self) -> None:
         """Something of the session may have crossed unseen: unless ``initialize`` was
         answered before it, whether it was sent and answered in it is not known (silent, as

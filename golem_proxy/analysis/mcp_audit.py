@@ -22,6 +22,7 @@ from typing import Any, Optional
 from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
     R_ANSWER_OF_ANOTHER,
+    R_INITIALIZE_FIRST,
     R_STDOUT,
     R_UNKNOWN_TOOL,
     SessionOrder,
@@ -30,7 +31,7 @@ from golem_core.mcp_rules import (
 from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request, Response
 from golem_core.profiles.mcp import TOOLS_CALL
 
-from ..events import Direction, FrameSeen
+from ..events import Direction, FrameSeen, GapReason
 from ..placeholder import REDACTED
 from .audit import Finding, proxy_by
 from .bounded_schema import BoundedSchemas
@@ -45,7 +46,7 @@ from .schema_checks import (
 )
 from .tool_calls import attribution_refs
 
-__all__ = ["MAX_PENDING", "McpAuditor"]
+__all__ = ["MAX_PENDING", "McpAuditor", "lost_start"]
 
 MAX_PENDING = 10_000
 TOOLS_LIST = "tools/list"
@@ -112,6 +113,10 @@ class McpAuditor:
         A placeholder is no tool's name: it is never looked up, nor listed."""
         self._listed_redacted = False
         """Whether the listing learned held a tool whose name was redacted."""
+        self.start_unknown: set[int] = set()
+        """The flows of the last `feed` whose request the client sent when its session's
+        start was lost in a gap: an `R_INITIALIZE_FIRST` recorded on one was judged by an
+        observing process that could not know (`check` leaves it out)."""
 
     def take_up(self, conn: int, order: SessionOrder) -> None:
         """Follow ``conn``'s session on from ``order`` (what was known of it before a gap:
@@ -130,6 +135,7 @@ class McpAuditor:
     def feed(self, flows: Sequence[Flow]) -> list[Finding]:
         """The findings of the MCP flows among ``flows``."""
         found: list[Finding] = []
+        self.start_unknown = set()
         for flow in sorted(flows, key=lambda f: f.number):
             if flow.route in self.routes:
                 found += self._flow(flow)
@@ -164,6 +170,11 @@ class McpAuditor:
     def _flow(self, flow: Flow) -> list[Finding]:
         found: list[Finding] = []
         request, response = flow.request, flow.response
+        if flow.gap is not None and flow.gap.reason is not GapReason.EVICTED:
+            # Bytes of the session crossed unseen (a restart of the observing process, the
+            # observer behind): its `initialize`, or the answer, may have been among them.
+            # Requests let go were seen: only their answers are not waited for.
+            self.gap(flow.conn)
         for frame in (request, response):
             if frame is not None and frame.direction is Direction.S2C:
                 found += self._stdout(flow, frame)
@@ -181,6 +192,8 @@ class McpAuditor:
                 del self._unpaired[next(iter(self._unpaired))]
         order = self._orders.setdefault(flow.conn, SessionOrder())
         side = request.direction.value
+        if side == Direction.C2S.value and not order.start_known:
+            self.start_unknown.add(flow.number)
         found += [
             self._finding(v, flow, request.direction)
             for v in order.request(side, message.method, message.id, request.t)
@@ -326,6 +339,14 @@ class McpAuditor:
             SOURCE,
             proxy_by(flow, direction, found),
         )
+
+
+def lost_start(auditor: McpAuditor, flow: Optional[int], rule: str) -> bool:
+    """Whether a recorded violation of ``rule`` on ``flow`` claims ``initialize`` was not
+    sent of a session whose start the recording lost (`McpAuditor.start_unknown`, of the
+    piece just fed): recordings made before a restart's gap was told from a session with no
+    ``initialize`` hold such claims."""
+    return rule == R_INITIALIZE_FIRST.id and flow in auditor.start_unknown
 
 
 def _id_key(ident: Any) -> tuple[str, Any]:

@@ -17,7 +17,7 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, g
 from ..analysis.coverage import Coverage
 from ..analysis.drift import DriftCollector
 from ..analysis.flow import Flow
-from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
+from ..analysis.mcp_audit import MAX_PENDING, McpAuditor, lost_start
 from ..analysis.placeholder_calls import recorded_falsely
 from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.tool_calls import mcp_routes
@@ -236,6 +236,8 @@ def _audit(
             row = by_number.get(finding.flow) if finding.flow is not None else None
             if row is not None and recorded_falsely(row, finding.rule):
                 continue  # recorded taking a redacted name for a tool: `mcp.redacted_names`
+            if lost_start(mcp, finding.flow, finding.rule):
+                continue  # recorded as if a gap had shown no `initialize` was sent
             if finding.rule.startswith(MCP_RULES):  # recorded as the session ran
                 recorded_mcp.add(_mcp_key(finding))
             if finding.flow is None:  # the same report may come in two pieces: keep one

@@ -49,6 +49,7 @@ from ..events import (
     Event,
     ExchangeCompleted,
     FrameSeen,
+    GapReason,
     ObservationLost,
     RouteDown,
     ToolCallRef,
@@ -157,6 +158,14 @@ class ToolCallTracker:
         returns it and the violations of the MCP layer's rules it settles
         (mcp_rules_live.py), those of an exchange before it."""
         watched = self.watch(event)
+        if (
+            isinstance(watched, ObservationLost)
+            and watched.conn != 0  # 0: the session's line (a restart), no connection's
+            and watched.reason is not GapReason.EVICTED
+        ):
+            # The session's `initialize`, or its answer, may have crossed in the gap: as
+            # `check` reads it (`McpAuditor`), no rule may then say it was not sent.
+            self.rules_of(watched.route).gap(watched.conn)
         if not isinstance(watched, (FrameSeen, ExchangeCompleted)):
             return [watched]
         found: list[Event] = list(self.rules_of(watched.route).follow(watched))

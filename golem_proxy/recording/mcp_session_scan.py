@@ -12,7 +12,10 @@ looked at while scanning). Only the one answer line of the last ``tools/list`` i
 the reader's own code (`LineDecoder`), when it is shorter than `LISTING_LIMIT`. The scan stops
 once each session is settled (its ``initialize`` answered, or its ``open`` line reached) and
 the listing is found; what it did not find within its bound is unknown (`UNKNOWN`): the rules
-that need it stay silent for that session (never a false error).
+that need it stay silent for that session (never a false error). So is a session's start
+where an ``unobserved`` line of it (an earlier restart, the observer behind, ...) comes after
+what the recording holds of its ``initialize``: the ``initialize``, or its answer, may have
+crossed in that gap, and the recording's lack of it says nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Optional
 from golem_core.messages import Response
 from golem_core.profiles import MCP
 
-from ..events import FrameSeen
+from ..events import FrameSeen, GapReason
 from .inflight_scan import BLOCK, LOOK_BACK, blocks_back, line_end
 from .line_events import LineDecoder
 from .schema import RecordingError
@@ -52,9 +55,10 @@ ANSWERED = "answered"
 SENT = "sent"
 """Its ``initialize`` was sent, and no answer to it is in the recording."""
 NEVER = "never"
-"""The recording holds the session from its ``open`` line, and no ``initialize`` in it."""
+"""The recording holds the session whole from its ``open`` line, and no ``initialize`` in it."""
 UNKNOWN = "unknown"
-"""The scan's bound came first: what the session did before is not known."""
+"""The scan's bound came first, or a gap in what was observed of the session: what it did
+before is not known."""
 
 _STRING = rb'"(?:[^"\\\n]|\\.)*"'
 _OK_ANSWERS = frozenset((b"ok", b"error-in-result", b"unsuccessful"))
@@ -84,11 +88,13 @@ class McpKnown:
 
 
 class _Scan:
-    __slots__ = ("listing", "listing_at", "sessions", "settled")
+    __slots__ = ("gapped", "listing", "listing_at", "sessions", "settled")
 
     def __init__(self, conns: Collection[int]) -> None:
         self.sessions: dict[int, SessionStart] = dict.fromkeys(conns, UNKNOWN_START)
         self.settled: set[int] = set()
+        self.gapped: set[int] = set()
+        """Sessions with a gap in what was observed after the last of their start found."""
         self.listing: Optional[tuple[int, int]] = None
         """The last ``tools/list`` exchange found: its answer's conn and ``n``."""
         self.listing_at: Optional[int] = None
@@ -102,8 +108,9 @@ class _Scan:
 def _pattern(route: str) -> re.Pattern[bytes]:
     """A line's start (after the newline before it): an ``open`` line (groups ``oc``), an
     exchange line of ``initialize`` or ``tools/list`` on ``route`` (``t``, ``xc``, ``resp``,
-    ``xm``, ``outcome``), or a frame line on ``route`` (``fc``, ``dir``, ``n``, and ``init``
-    for a request of ``initialize``)."""
+    ``xm``, ``outcome``), an ``unobserved`` line on ``route`` (``uc``, ``reason``), or a
+    frame line on ``route`` (``fc``, ``dir``, ``n``, and ``init`` for a request of
+    ``initialize``)."""
     name = re.escape(json.dumps(route, ensure_ascii=False).encode())
     return re.compile(
         rb'\n\{"seq":\d+,"t":(?P<t>[^,"\n]+),"kind":"(?:'
@@ -111,6 +118,8 @@ def _pattern(route: str) -> re.Pattern[bytes]:
         rb'|exchange","conn":(?P<xc>\d+),"route":' + name + rb',"req":\d+,"resp":(?P<resp>\d+),'
         rb'"method":"(?P<xm>initialize|tools/list)","status":' + _STRING + rb',"latency":'
         rb'[^,"\n]+,"outcome":"(?P<outcome>[a-z-]+)"'
+        rb'|unobserved","conn":(?P<uc>\d+),"route":' + name + rb',"dir":"(?:c2s|s2c)",'
+        rb'"reason":"(?P<reason>[a-z-]+)"'
         rb'|frame","conn":(?P<fc>\d+),"route":' + name + rb',"dir":"(?P<dir>c2s|s2c)",'
         rb'"n":(?P<n>\d+),"size":\d+,"type":"[a-z]+"'
         rb'(?:,"id":(?:' + _STRING + rb'|[^,"\n]+))?(?:,"method":(?P<init>"initialize")[,}])?'
@@ -150,9 +159,17 @@ def _note(scan: _Scan, match: re.Match[bytes], start: int) -> None:
     if match.group("oc") is not None:
         conn = int(match.group("oc"))
         if conn in scan.sessions and conn not in scan.settled:
-            if scan.sessions[conn].initialize == UNKNOWN:
+            if scan.sessions[conn].initialize == UNKNOWN and conn not in scan.gapped:
                 scan.sessions[conn] = SessionStart(NEVER)
             scan.settled.add(conn)
+        return
+    if match.group("uc") is not None:
+        conn = int(match.group("uc"))
+        # Requests let go were seen (only their answers are not waited for): no gap.
+        if match.group("reason") != GapReason.EVICTED.value.encode() and (
+            scan.sessions.get(conn) == UNKNOWN_START and conn not in scan.settled
+        ):
+            scan.gapped.add(conn)
         return
     if match.group("xc") is not None:
         conn = int(match.group("xc"))
@@ -166,7 +183,11 @@ def _note(scan: _Scan, match: re.Match[bytes], start: int) -> None:
         return
     conn = int(match.group("fc"))
     if match.group("dir") == b"c2s":
-        if match.group("init") is not None and scan.sessions.get(conn) == UNKNOWN_START:
+        if (
+            match.group("init") is not None
+            and scan.sessions.get(conn) == UNKNOWN_START
+            and conn not in scan.gapped  # its answer may have crossed in the gap
+        ):
             scan.sessions[conn] = SessionStart(SENT)
     elif scan.listing == (conn, int(match.group("n"))) and scan.listing_at is None:
         scan.listing_at = start + match.start() + 1

@@ -4,13 +4,14 @@ backwards from the file's end with `os.pread` only, within a bound past which it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from golem_core.profiles import MCP
-from golem_proxy.events import Direction
+from golem_proxy.events import Direction, GapReason
 from golem_proxy.recording.mcp_session_scan import (
     ANSWERED,
     NEVER,
@@ -19,7 +20,7 @@ from golem_proxy.recording.mcp_session_scan import (
     McpKnown,
     mcp_known,
 )
-from tests.support.restarts import TappedSession
+from tests.support.restarts import TappedSession, restart_gap
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -82,3 +83,26 @@ def test_past_its_bound_a_session_is_unknown(tmp_path: Path) -> None:
     known = _known(path, [1, 2, 3], look_back=4096, block=1024)
     assert [s.initialize for s in known.sessions.values()] == [UNKNOWN] * 3
     assert known.tools is None
+
+
+def test_a_gap_after_what_is_known_of_a_start_leaves_it_unknown(tmp_path: Path) -> None:
+    """Connection 1's ``initialize`` crossed in a gap (an earlier restart), 2's answer may
+    have; 3's was answered before its gap; 4 sent nothing, its gap a request let go."""
+    path = tmp_path / "r.jsonl"
+    session = TappedSession(path, MCP)
+    for conn in (1, 2, 3, 4):
+        session.open(conn)
+    session.send(2, C2S, _rpc(id=0, method="initialize", params={}))
+    session.send(3, C2S, _rpc(id=0, method="initialize", params={}))
+    session.send(3, S2C, _rpc(id=0, result={}))
+    for conn in (1, 2, 3):
+        session.writer.write(restart_gap(conn, session.t, 0, S2C))
+    gap = restart_gap(4, session.t, 1)
+    session.writer.write(dataclasses.replace(gap, reason=GapReason.EVICTED))
+    for conn in (1, 2, 3, 4):
+        session.send(conn, C2S, _rpc(id=5, method="tools/call", params={"name": "b"}))
+    session.close()
+    known = _known(path, [1, 2, 3, 4])
+    starts = [known.sessions[conn].initialize for conn in (1, 2, 3, 4)]
+    assert starts == [UNKNOWN, UNKNOWN, ANSWERED, NEVER]
+    assert _known(path, [1, 2, 3, 4], block=97) == known
