@@ -265,18 +265,16 @@ class Coverage:
                 "could not keep (the disk fell behind)"
             )
         if self.seq_breaks:
-            others = self.seq_breaks - 1
-            more = f" and {counted(others, 'other place')}" if others else ""
             lines.append(
                 "not inspected: lines the recording lacks or holds out of order "
-                f"({self.first_seq_break}{more}): flows near them may be wrong"
+                f"({_first_of(self.first_seq_break, self.seq_breaks, 'other place')}): flows "
+                "near them may be wrong"
             )
         if self.unpaired:
-            others = self.unpaired - 1
-            more = f" and {counted(others, 'other')}" if others else ""
             lines.append(
                 "not inspected: exchange lines naming frames the lines before them do not "
-                f"hold ({self.first_unpaired}{more}): flows near them may be wrong"
+                f"hold ({_first_of(self.first_unpaired, self.unpaired, 'other')}): flows near "
+                "them may be wrong"
             )
         if self.unfinished:
             lines.append(f"not inspected: {self._end_text()} ({'; '.join(self.unfinished)})")
@@ -312,3 +310,8 @@ class Coverage:
             ),
             "pending": self.pending,
         }
+
+
+def _first_of(first: str, count: int, other: str) -> str:
+    """``first`` of ``count`` places, the rest counted (``… and 2 other places``)."""
+    return f"{first} and {counted(count - 1, other)}" if count > 1 else first

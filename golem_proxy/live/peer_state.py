@@ -105,7 +105,11 @@ def bytes_acked(sock: trio.socket.SocketType, connected: bool) -> Optional[int]:
     it) that the peer's kernel acknowledged (they reached its socket; whether its application
     read them is not known); None where it cannot be asked (not TCP, not Linux). Still
     readable once the connection was reset."""
-    info = _tcp_info(sock, 256)
+    return _acked(_tcp_info(sock, 256), connected)
+
+
+def _acked(info: Optional[bytes], connected: bool) -> Optional[int]:
+    """`bytes_acked` read from ``info``, a ``struct tcp_info`` (None: none)."""
     if info is None or len(info) < _BYTES_ACKED_AT + _BYTES_ACKED.size:
         return None
     acked: int = _BYTES_ACKED.unpack_from(info, _BYTES_ACKED_AT)[0]
@@ -130,7 +134,8 @@ def refused_unread(sock: trio.socket.SocketType, offset: int) -> bool:
     info = _tcp_info(sock, 256)
     if not info or info[0] != _TCP_CLOSE:
         return False
-    return not acked_past(sock, offset, connected=False)
+    acked = _acked(info, connected=False)  # the same read: still there once reset
+    return not (acked is not None and acked > offset)
 
 
 async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
