@@ -257,7 +257,10 @@ class SpoolWriter(HandoffWriter):
         full = encode(Record(Kind.SPOOL_FULL, 0, 0, self._t, end))
         carried[:0] = full
         self.handed += len(full)
-        self.ring()  # the doorbell's bytes before the first record in the pipe
+        # The doorbell's bytes before the first record in the pipe; no ``SETTLED`` into the
+        # spool (full, or past its end): the pipe's ``SPOOL_FULL`` releases a held chunk.
+        self._after_data = False
+        self.ring()
         self.piped = True
         self.unrung = False
         self.fd = self.doorbell
