@@ -6,11 +6,14 @@ command line and real loopback sockets."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
 import socket
 import struct
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -114,19 +117,30 @@ def test_an_answer_spooled_then_refused_by_a_client_that_reset_is_recorded_undel
     bytes to the client are those delivered (the spool's, less what it took back)."""
     monkeypatch.setenv(SPOOL_DIR_ENV, BESIDE)
     record = tmp_path / "s.jsonl"
+    spool = Path(f"{record}.spool")
     with observed_proxy(record, "--observer-spool") as cli:
-        with socket.create_connection(("127.0.0.1", cli.port), timeout=20) as sock:
-            sock.sendall(_request(4 * MIB))
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            sock.settimeout(20)
+            sock.connect(("127.0.0.1", cli.port))
+            sock.sendall(_request(ANSWER))
             got = 0
             while got < 200_000:
                 got += len(sock.recv(65536))
+            # The reset must find the proxy with bytes it could not write yet (a client
+            # reading as fast as it writes may leave it none: the answer is then cut, not
+            # refused): the spool holds more than went into the kernels' buffers.
+            wait_for(
+                lambda: _stuck_unwritten(spool, got, sock, cli.port),
+                what="the proxy waiting to write to the client",
+            )
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         wait_for(
             lambda: '"undelivered":"client gone"' in record.read_text(errors="replace"),
             what="the answer recorded undelivered",
         )
         golem_calls(cli.port, [{"id": 2, "method": "echo", "params": {}}])
-        data = Path(f"{record}.spool").read_bytes()
+        data = spool.read_bytes()
         cli.stop()
     at = _records_start(data)
     kinds = []
@@ -145,7 +159,33 @@ def test_an_answer_spooled_then_refused_by_a_client_that_reset_is_recorded_undel
     assert answers, [type(e).__name__ for e in events]
     assert all(e.undelivered == "client gone" for e in answers)
     close = next(e for e in events if type(e).__name__ == "ConnectionClosed" and e.conn == 1)
-    assert 0 < close.bytes_s2c < 4 * MIB
+    assert 0 < close.bytes_s2c < ANSWER
+
+
+def _stuck_unwritten(spool: Path, got: int, sock: socket.socket, proxy_port: int) -> bool:
+    """Whether the proxy holds bytes to the client it could not write, twice in a row 50 ms
+    apart: the spool's (handed on before their write) past those the client read, those
+    waiting in its socket and those the proxy's socket has yet to see acknowledged."""
+
+    def unwritten() -> tuple[int, int]:
+        spooled = _spooled_to_client(spool)
+        waiting = int.from_bytes(fcntl.ioctl(sock, termios.FIONREAD, b"\0" * 4), "little")
+        return spooled, spooled - got - waiting - _send_queue(proxy_port, sock.getsockname()[1])
+
+    first = unwritten()
+    time.sleep(0.05)
+    return first[1] > 0 and unwritten() == first
+
+
+def _send_queue(local_port: int, remote_port: int) -> int:
+    """The bytes the socket from ``local_port`` to ``remote_port`` on 127.0.0.1 sent and its
+    peer did not acknowledge yet (``/proc/net/tcp``'s ``tx_queue``)."""
+    wanted = (f"0100007F:{local_port:04X}", f"0100007F:{remote_port:04X}")
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if (fields[1], fields[2]) == wanted:
+            return int(fields[4].split(":")[0], 16)
+    raise AssertionError(f"no socket from {local_port} to {remote_port}")
 
 
 def _records_start(data: bytes) -> int:
