@@ -2,7 +2,7 @@
 forwarding side knows them (`OpenConnections`, link_resume.py): those that opened and closed
 while no process observed, and those that opened and closed while the process that stopped
 still had them handed on and never acknowledged any of it (a hung process: the watchdog
-replaces it only after `observer_link.STALL_LIMIT`). The forwarding side counted what each
+replaces it only after `link_trail.STALL_LIMIT`). The forwarding side counted what each
 carried, so the restart's line says it (`said`): which connections, how many bytes each way,
 and in how many whole frames when the framing counts them."""
 

@@ -2,18 +2,25 @@
 relay held back by it (observer_link.py's module docstring tells the policy): the link is
 `holding` while the recording trails past its bounds (`Ledger`, link_ledger.py), and the
 connections it trails on wait (`holds`, `until_caught_up`) until the acknowledgements catch up,
-or shed once their hold lasted ``hold_limit`` (`Holds`, link_holds.py)."""
+or shed once their hold lasted ``hold_limit`` (`Holds`, link_holds.py); and the watch that
+stops observation when the acknowledgements stand still for `STALL_LIMIT` (`watch_stall`)."""
 
 from __future__ import annotations
 
 from typing import Callable
+
+import trio
 
 from ..events import Direction
 from .handoff import HandoffWriter
 from .link_holds import Holds
 from .link_ledger import Ledger
 
-__all__ = ["LinkTrail"]
+__all__ = ["STALL_LIMIT", "LinkTrail"]
+
+STALL_LIMIT = 5.0
+"""Seconds without an acknowledgement moving on, while the relay holds, after which the
+observing process counts as stuck and forwarding goes on without it."""
 
 
 class LinkTrail:
@@ -26,7 +33,10 @@ class LinkTrail:
     _holds: Holds
     _shedding: dict[int, int]
     unrecorded: Callable[[int, Direction, tuple[str, ...], float], None]
-    drained: Callable[[], None]
+    stopped: bool
+    stall_limit: float
+    _limit_lowered: trio.Event
+    _give_up: Callable[[str], None]
 
     @property
     def holding(self) -> bool:
@@ -107,3 +117,25 @@ class LinkTrail:
     def _release(self) -> None:
         self.ledger.holding = False
         self._holds.wake()
+
+    def drained(self) -> None:
+        """The observing process decoded what the full spool held: it reads the pipe now,
+        and goes as long without acknowledging as without a spool before it counts as stuck
+        (`watch_stall`, woken: it may be sleeping a quarter of the spool's limit, 15 s)."""
+        self.stall_limit = STALL_LIMIT
+        self._limit_lowered.set()
+
+    async def watch_stall(self) -> None:
+        """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
+        seconds while something handed on is outstanding, stop (``on_give_up``)."""
+        while not self.stopped:
+            lowered = self._limit_lowered
+            with trio.move_on_after(self.stall_limit / 4):
+                await lowered.wait()
+            if lowered.is_set():
+                self._limit_lowered = trio.Event()
+            if self.ledger.stalled_for() >= self.stall_limit:
+                self._give_up(
+                    f"the observing process acknowledged nothing for {self.stall_limit:g} s"
+                )
+                return

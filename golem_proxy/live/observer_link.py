@@ -46,7 +46,7 @@ from .link_ledger import (
     Ledger,
 )
 from .link_resume import OpenConnections, Resumption
-from .link_trail import LinkTrail
+from .link_trail import STALL_LIMIT, LinkTrail
 from .spool import RING_EVERY, SpoolWriter
 from .unrecorded_values import unrecorded_records
 
@@ -60,10 +60,6 @@ BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
-
-STALL_LIMIT = 5.0
-"""Seconds without an acknowledgement moving on, while the relay holds, after which the
-observing process counts as stuck and forwarding goes on without it."""
 
 MAX_UNSEEN = 1 << 62
 """`ObserverLink.takes_unseen` where the link does not follow the frames: no bound of its own."""
@@ -335,21 +331,6 @@ class ObserverLink(LinkTrail):
         followed = self.connections
         return None if followed is None else followed.answers_waiting(conn)
 
-    async def watch_stall(self) -> None:
-        """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
-        seconds while something handed on is outstanding, stop (``on_give_up``)."""
-        while not self.stopped:
-            lowered = self._limit_lowered
-            with trio.move_on_after(self.stall_limit / 4):
-                await lowered.wait()
-            if lowered.is_set():
-                self._limit_lowered = trio.Event()
-            if self.ledger.stalled_for() >= self.stall_limit:
-                self._give_up(
-                    f"the observing process acknowledged nothing for {self.stall_limit:g} s"
-                )
-                return
-
     def _give_up(self, why: str) -> None:
         """Stop handing on, and say why (``on_give_up``) once."""
         if self.stopped:
@@ -418,13 +399,6 @@ class ObserverLink(LinkTrail):
         self._release()  # a connection held for the spool's budget forwards on
         if self.ledger.drains_to is None:
             self.drained()
-
-    def drained(self) -> None:
-        """The observing process decoded what the full spool held: it reads the pipe now,
-        and goes as long without acknowledging as without a spool before it counts as stuck
-        (`watch_stall`, woken: it may be sleeping a quarter of the spool's limit, 15 s)."""
-        self.stall_limit = STALL_LIMIT
-        self._limit_lowered.set()
 
     async def keep_flushing(self) -> None:
         """Until cancelled: when records wait for room, write them as the pipe takes them;

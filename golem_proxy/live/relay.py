@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import struct
 from collections.abc import Sequence
 from typing import Optional
 
@@ -29,6 +28,7 @@ from ..events import (
 )
 from ..net.addresses import Route
 from ..net.listeners import BoundSocket, ListenError, bind_listener, connect, connect_reason
+from ..net.peer_name import peer_name
 from ..net.shortage import Room, ShortWait
 from .connection import Connection
 from .enforce_limits import limit_check_tap
@@ -305,7 +305,7 @@ class Proxy(ResendConnection):
         opened = ConnectionOpened(
             conn=conn.conn,
             route=route.name,
-            client=_peer_name(client),
+            client=peer_name(client),
             upstream=str(route.upstream),
             t=self.now(),
         )
@@ -431,26 +431,3 @@ class Proxy(ResendConnection):
         self._live.pop(conn.conn, None)
         if not self._live:
             self._all_closed.set()
-
-
-def _peer_name(stream: trio.SocketStream) -> str:
-    try:
-        peer = stream.socket.getpeername()
-    except OSError:
-        return "?"
-    if isinstance(peer, tuple):
-        return f"{peer[0]}:{peer[1]}"
-    if peer:
-        return f"unix:{peer}"
-    # A Unix client socket has no name; the peer's process id is what tells two clients (the
-    # CLI and the MCP server, say) apart, where the OS reports it (Linux SO_PEERCRED).
-    peercred = getattr(trio.socket, "SO_PEERCRED", None)
-    if peercred is None:
-        return "unix"
-    try:
-        pid, _, _ = struct.unpack(
-            "3i", stream.socket.getsockopt(trio.socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
-        )
-    except OSError:
-        return "unix"
-    return f"unix:pid={pid}"
