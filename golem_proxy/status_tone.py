@@ -88,10 +88,13 @@ def never_delivered_status(undelivered: str, delivered: int = 0, size: int = 0) 
 
 
 def cut_frame_status(undelivered: str, read: str) -> str:
-    """The status of a frame no receiver got that the proxy itself cut short
-    (`FramingErrorSeen.cut`): ``undelivered (upstream unreachable: connection refused); 20 of
-    124 bytes read before the proxy reset the client`` (``read``: its ``detail``), no framing
-    error of its sender's."""
+    """The status of a frame the proxy itself cut short (`FramingErrorSeen.cut`), no framing
+    error of its sender's (``read``: its ``detail``): ``undelivered (upstream unreachable:
+    connection refused); 20 of 124 bytes read before the proxy reset the client`` when some
+    of what was read never reached the receiver; else, everything read having gone on,
+    ``cut short (241,152 of 16,777,272 bytes read before the client's reset)``."""
+    if not undelivered:
+        return f"cut short ({read})"
     return f"undelivered ({undelivered}); {read}"
 
 

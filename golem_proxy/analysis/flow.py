@@ -367,8 +367,9 @@ class Flow:
         truncate)`` when the proxy ended it: `cut_status`), ``undelivered (upstream gone)``
         (a request its receiver never got: `never_delivered`; ``partly delivered (14 of 111
         bytes; upstream gone)`` when it got only its first bytes; ``undelivered (…); 20 of 124
-        bytes read before the proxy reset the client`` for a frame the proxy stopped reading:
-        `cut_frame_status`), ``answered
+        bytes read before the proxy reset the client`` for a frame the proxy stopped reading,
+        ``cut short (…)`` when all it read had reached the receiver: `cut_frame_status`),
+        ``answered
         (unobserved:frame-too-large)`` (its answer was too large to observe: `answered_in`),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),

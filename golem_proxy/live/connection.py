@@ -374,6 +374,19 @@ class Connection(HandsToInspection):
         self.reset.add("client")
         close_abortively(self.client)
 
+    def ended_by_proxy(self, direction: Direction) -> str:
+        """How the proxy itself ended ``direction``'s stream, not its source: it reset that
+        source because the other side reset (``the client's reset``: a write to it failed, or
+        reading it did), or of its own accord (``the proxy's reset of the upstream``); "" when
+        the source ended the stream itself, or was not reset. A frame of it cut there is then
+        no framing error of its sender's (`ConnectionTap.cut`)."""
+        _, _, source_name, sink_name = self.sides(direction)
+        if source_name not in self.reset or source_name in self.gone:
+            return ""
+        if sink_name in self.gone:
+            return f"the {sink_name}'s reset"
+        return f"the proxy's reset of the {source_name}"
+
     def close_sockets(self) -> None:
         """Close both sides: with a reset where `reset` says so, else cleanly."""
         for name, stream in (("client", self.client), ("upstream", self.upstream)):

@@ -46,10 +46,15 @@ async def pump_both(
         if idle_timeout is not None:
             nursery.start_soon(idle_watch, conn, idle_timeout, nursery.cancel_scope)
     # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
-    # frame cut in half is reported as truncated.
+    # frame cut in half is reported as truncated: by its sender when it reset, else, when
+    # the proxy reset it (the other side went away), as the proxy's cut.
     for direction, ended in conn.eof.items():
         if not ended:
-            conn.observe(direction, b"", now())
+            how = conn.ended_by_proxy(direction)
+            if how:
+                conn.observe_cut(direction, now(), how)
+            else:
+                conn.observe(direction, b"", now())
 
 
 class PlainPump:

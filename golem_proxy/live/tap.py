@@ -291,9 +291,9 @@ class ConnectionTap(TapNotes):
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             undelivered, delivered = self._frames.undelivered(direction)
             raw, redacted = self._frames.scrubbed(event.raw)
-            # A frame no receiver got, cut short by the proxy's own end (it stopped reading):
-            # no side's framing error, what was read of it is said instead.
-            truncated_here = undelivered and event.kind is FrameErrorKind.TRUNCATED
+            # A frame cut short by the proxy's own end of its stream (it stopped reading): no
+            # side's framing error, what was read of it is said instead.
+            truncated_here = event.kind is FrameErrorKind.TRUNCATED
             cut = self._cut.get(direction, "") if truncated_here else ""
             detail = read_before_cut(self.profile, event.raw, digest, cut) if cut else ""
             self.publish(
