@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
 from ..analysis.trace import json_text
 from ..analysis.two_layers import ToolCall
+from ..replay.diffing import Comparator
 from ..replay.index import ExchangeTrace, load_exchanges
-from ..replay.render import render_diff, render_tool_call_diff
+from ..replay.mcp_answer_diff import ServerAnswers, diff_server_answers
+from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
+from ..replay.render import render_diff, render_server_answers, render_tool_call_diff
 from ..replay.tool_call_diff import diff_tool_calls
 from ..replay.tracediff import DamagedTrace, diff_traces
 from ._common import CommandError, console, print_notes, reading
@@ -72,14 +76,17 @@ def run(args: argparse.Namespace) -> int:
         except DamagedTrace as damaged:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None
-        tools = None
+        tools = answers = None
         if _has_mcp_layer(a, b):
             tools = diff_tool_calls(a_calls, b_calls, comparator, paths)
+            answers = _server_answers((a, b), paths, comparator)
         acted = (a_requests.acted, b_requests.acted)
         if args.json:
             report = diff.to_json(acted)
             if tools is not None:
                 report["tool_calls"] = tools.to_json()
+            if answers is not None:
+                report["server_answers"] = answers.to_json()
             if a_notes or b_notes:
                 report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
             print(json_text(report, indent=2))
@@ -87,13 +94,33 @@ def run(args: argparse.Namespace) -> int:
             render_diff(diff, console(), (args.a, args.b), acted)
             if tools is not None:
                 render_tool_call_diff(tools, console(), (args.a, args.b))
+            if answers is not None:
+                render_server_answers(answers, console(), (args.a, args.b))
     finally:
         a.close()
         b.close()
     # On stderr as every reader says them, once the diff is out; they change no exit status.
     print_notes(a_notes + b_notes)
     same_calls = tools is None or not tools.different
-    return 0 if diff.equal and same_calls else EXIT_DIFFERENT
+    same_answers = answers is None or not answers.different
+    return 0 if diff.equal and same_calls and same_answers else EXIT_DIFFERENT
+
+
+def _server_answers(
+    traces: tuple[ExchangeTrace, ExchangeTrace], paths: tuple[str, str], comparator: Comparator
+) -> Optional[ServerAnswers]:
+    """What the server told the model in each recording (`diff_server_answers`), its MCP hop
+    read as `mcp-verify` reads it (a recording without one made no such request). Raises
+    CommandError naming the trace whose file cannot be read."""
+    scripts = []
+    for path, role in zip(paths, ROLES):
+        with reading(path, role):
+            try:
+                scripts.append(read_script(path))
+            except NoMcpLayer:
+                scripts.append(McpScript([]))
+    redact = (traces[0].header.redact, traces[1].header.redact)
+    return diff_server_answers(scripts[0], scripts[1], comparator, paths, redact)
 
 
 def _has_mcp_layer(*traces: ExchangeTrace) -> bool:

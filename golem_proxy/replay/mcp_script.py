@@ -49,6 +49,9 @@ class ClientStep:
     """The recorded response envelope; None when the recording has none (unanswered)."""
     answer_t: Optional[float] = None
     """When the answer came; None without one."""
+    answer_line: Optional[bytes] = None
+    """The recorded answer's bytes, without the newline; None without one: what a frame the
+    other of two recordings kept only by its digest is compared with (`digest_difference`)."""
     answer_elided: bool = False
     """The recorded answer is a skeleton (its payload too large to parse): ``answer`` has
     placeholders where its bulk was."""
@@ -184,6 +187,7 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
             if step_waiting is not None:
                 step_waiting.answer = obj
                 step_waiting.answer_t = frame.t
+                step_waiting.answer_line = frame.payload
                 step_waiting.answer_elided = bool(frame.elided)
     return McpScript(steps, conn, dict(answers))
 

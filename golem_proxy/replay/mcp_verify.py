@@ -36,6 +36,7 @@ __all__ = [
     "note_route_addresses",
     "outgoing_payload",
     "play",
+    "redacted_answer",
 ]
 
 
@@ -205,7 +206,7 @@ async def play(
         if check is None:
             continue
         if redaction and not isinstance(answer, str):
-            answer = _redacted(redaction, answer, step.method)
+            answer = redacted_answer(redaction, answer, step.method)
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
@@ -267,9 +268,10 @@ def judge(
     note_route_addresses(check, comparator)
 
 
-def _redacted(
+def redacted_answer(
     redaction: LiveRedaction, answer: dict[str, Any], method: Optional[str]
 ) -> dict[str, Any]:
+    """``answer`` to ``method`` as a recording made under ``redaction``'s rules holds it."""
     payload, _ = redaction.answer("mcp", json.dumps(answer).encode(), method)
     redacted = json.loads(payload)
     return redacted if isinstance(redacted, dict) else answer

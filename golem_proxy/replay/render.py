@@ -17,6 +17,7 @@ from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
 from .alignment import Windowed
 from .diffing import Difference, short
+from .mcp_answer_diff import ServerAnswers
 from .row_numbers import row_label
 from .tool_call_diff import ToolCallDiff
 from .tracediff import Acted, ExchangeDiff, Side, TraceDiff
@@ -179,6 +180,42 @@ def render_tool_call_diff(diff: ToolCallDiff, console: Console, names: tuple[str
         console.print(f"[red]diff: {len(diff.different)} of {calls} differ[/red]")
     else:
         console.print(f"[green]diff: {calls}, no difference[/green]")
+
+
+SERVER_TOLD = "what the server told the model"
+
+
+def render_server_answers(answers: ServerAnswers, console: Console, names: tuple[str, str]) -> None:
+    """Under a heading, each answer that differs (the method, what differs), each that has
+    something told (a noted difference, why it was not compared), then a summary; only the
+    summary when every answer matched with nothing to tell."""
+    shown = [check for check in answers.checks if not check.ok or check in answers.told]
+    if shown:
+        console.print(Text(SERVER_TOLD, style="bold"))
+    cut = False
+    for check in shown[:MAX_SHOWN]:
+        method = (safe_text(f"{check.name} "), "bold magenta")
+        if not check.ok:
+            console.print(Text.assemble(method, _literal(check.problem or "changed", "yellow")))
+            if check.differences:
+                cut = _print_differences(console, check.differences, *names) or cut
+            continue
+        if check.not_compared is not None:
+            console.print(Text.assemble(method, _literal(f"not compared: {check.not_compared}")))
+        for note in check.notes:
+            said = f"{note.path}: {short(note.recorded)} → {short(note.live)} (told, no difference)"
+            console.print(Text.assemble(method, _literal(said, "dim")))
+    if len(shown) > MAX_SHOWN:
+        console.print(f"… and {len(shown) - MAX_SHOWN} more (--json: all)")
+    if cut:
+        console.print(Text(CUT_NOTE, style="dim"))
+    compared = counted(len(answers.checks), "answer")
+    if answers.different:
+        console.print(
+            f"[red]diff: {len(answers.different)} of {compared} of {SERVER_TOLD} differ[/red]"
+        )
+    else:
+        console.print(f"[green]diff: {compared} of {SERVER_TOLD}, no difference[/green]")
 
 
 def _windowed_calls(windowed: Windowed) -> str:

@@ -138,13 +138,14 @@ def start_piped(
 _LISTING_SERVER = """
 import json, sys
 TOOLS = json.loads(%s)
+INFO = json.loads(%s)
 for line in sys.stdin:
     message = json.loads(line)
     if "id" not in message:
         continue
     method = message.get("method")
     if method == "initialize":
-        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "t"}}
+        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": INFO}
     elif method == "tools/list":
         result = {"tools": TOOLS}
     else:
@@ -153,29 +154,45 @@ for line in sys.stdin:
 """
 
 
-def listing_server(tools: Sequence[dict[str, Any]]) -> str:
-    """The Python source of a stdio MCP server that lists ``tools`` and answers every call
-    with one text block, for `recorded_listing`."""
-    return _LISTING_SERVER % repr(json.dumps(list(tools)))
+def listing_server(
+    tools: Sequence[dict[str, Any]], server_info: Optional[dict[str, Any]] = None
+) -> str:
+    """The Python source of a stdio MCP server that lists ``tools``, calls itself
+    ``server_info`` (``{"name": "t"}``) and answers every call with one text block, for
+    `recorded_listing`."""
+    info = server_info if server_info is not None else {"name": "t"}
+    return _LISTING_SERVER % (repr(json.dumps(list(tools))), repr(json.dumps(info)))
 
 
-def recorded_listing(record: Path, server: str, calls: Sequence[Call]) -> Path:
-    """Make ``calls`` through ``golem-proxy mcp --record`` to ``server`` (Python source run
-    with ``-c``: a server that lists the tools a test needs), each answered before the next,
-    from a hand-written client that initializes and lists the tools first; no plugin behind
-    (the GOLEM routes point at the discard port). Returns ``record``."""
+def recorded_listing(
+    record: Path,
+    server: str,
+    calls: Sequence[Call],
+    *,
+    asked: Sequence[str] = ("tools/list",),
+    options: Sequence[str] = (),
+) -> Path:
+    """Make ``calls`` through ``golem-proxy mcp --record`` (with ``options``) to ``server``
+    (Python source run with ``-c``: a server that lists the tools a test needs), each
+    answered before the next, from a hand-written client that initializes and asks each of
+    ``asked`` (the tools listed) first; no plugin behind (the GOLEM routes point at the
+    discard port). Returns ``record``."""
     command = [
-        sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
+        sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record), *options,
         "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
         "--", sys.executable, "-c", server,
     ]  # fmt: skip
     messages: list[dict[str, Any]] = [
         {"id": 0, "method": "initialize", "params": {"capabilities": {}}},
         {"method": "notifications/initialized"},
-        {"id": 1, "method": "tools/list"},
     ]
+    messages += [{"id": 1 + at, "method": method} for at, method in enumerate(asked)]
     messages += [
-        {"id": 2 + at, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        {
+            "id": 1 + len(asked) + at,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
         for at, (name, arguments) in enumerate(calls)
     ]
     process = start_piped(command)
