@@ -375,17 +375,21 @@ class Connection(HandsToInspection):
         close_abortively(self.client)
 
     def ended_by_proxy(self, direction: Direction) -> str:
-        """How the proxy itself ended ``direction``'s stream, not its source: it reset that
-        source because the other side reset (``the client's reset``: a write to it failed, or
-        reading it did), or of its own accord (``the proxy's reset of the upstream``); "" when
-        the source ended the stream itself, or was not reset. A frame of it cut there is then
-        no framing error of its sender's (`ConnectionTap.cut`)."""
+        """How the proxy itself ended ``direction``'s stream, which its source neither ended
+        nor reset: it reset that source because the other side reset (``the client's reset``:
+        a write to it failed, or reading it did), or of its own accord (``the proxy's reset of
+        the upstream``), or stopped reading it (``the proxy's stop``, its drain timeout past;
+        ``the proxy's close``, for a reason the close says: ``--idle-timeout``, a cut); ""
+        when the source ended it. A frame of it cut there is then no framing error of its
+        sender's (`ConnectionTap.cut`)."""
         _, _, source_name, sink_name = self.sides(direction)
-        if source_name not in self.reset or source_name in self.gone:
+        if self.eof[direction] or source_name in self.gone:
             return ""
-        if sink_name in self.gone:
-            return f"the {sink_name}'s reset"
-        return f"the proxy's reset of the {source_name}"
+        if source_name in self.reset:
+            if sink_name in self.gone:
+                return f"the {sink_name}'s reset"
+            return f"the proxy's reset of the {source_name}"
+        return "the proxy's close" if self.reason else "the proxy's stop"
 
     def close_sockets(self) -> None:
         """Close both sides: with a reset where `reset` says so, else cleanly."""

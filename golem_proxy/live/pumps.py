@@ -40,21 +40,25 @@ async def pump_both(
 ) -> None:
     """Forward both directions until the connection ends; then end, for the observer, a
     direction that ended without EOF."""
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
-        nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
-        if idle_timeout is not None:
-            nursery.start_soon(idle_watch, conn, idle_timeout, nursery.cancel_scope)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
+            nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
+            if idle_timeout is not None:
+                nursery.start_soon(idle_watch, conn, idle_timeout, nursery.cancel_scope)
+    finally:
+        # A direction that ended without EOF, its source not reset either, was ended by the
+        # proxy: a frame it cuts is the proxy's doing, not its sender's (`ended_by_proxy`).
+        # Said also when the proxy's stop cancels this (the close then ends the streams).
+        for direction, ended in conn.eof.items():
+            how = "" if ended else conn.ended_by_proxy(direction)
+            if how:
+                conn.mark_cut(direction, now(), how)
     # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
-    # frame cut in half is reported as truncated: by its sender when it reset, else, when
-    # the proxy reset it (the other side went away), as the proxy's cut.
+    # frame cut in half is reported as truncated.
     for direction, ended in conn.eof.items():
         if not ended:
-            how = conn.ended_by_proxy(direction)
-            if how:
-                conn.observe_cut(direction, now(), how)
-            else:
-                conn.observe(direction, b"", now())
+            conn.observe(direction, b"", now())
 
 
 class PlainPump:

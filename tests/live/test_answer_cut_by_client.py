@@ -96,3 +96,29 @@ def test_an_answer_its_plugin_reset_inside_is_still_truncated_by_the_plugin(
     assert len(errors) == 1 and "cut" not in errors[0], errors
     violations = [line["rule"] for line in lines if line["kind"] == "violation"]
     assert violations == ["golem.frame.truncated"], lines
+
+
+def test_an_answer_the_proxy_stopped_reading_at_its_stop_is_cut_by_the_stop(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while a client reads a large answer slowly: once the drain timeout is past,
+    the proxy cuts the connection, and the answer reads cut by the proxy's stop, not
+    truncated by the plugin (nor ``unanswered (upstream closed)``: the plugin never closed)."""
+    record = tmp_path / "s.jsonl"
+    with observed_proxy(record, "--drain-timeout", "0.5") as cli, socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.settimeout(20)
+        sock.connect(("127.0.0.1", cli.port))
+        sock.sendall(_request(16 * MIB))
+        got = 0
+        while got < 200_000:
+            got += len(sock.recv(65536))
+        out = cli.stop()
+    assert "golem.frame.truncated" not in out and "upstream ended its stream" not in out, out
+    assert "the proxy ended the upstream's stream (the proxy's stop)" in out, out
+    lines = _lines(record)
+    assert not [line for line in lines if line["kind"] == "violation"], lines
+    errors = [line for line in lines if line["kind"] == "frame-error"]
+    assert [(e["dir"], e["cut"]) for e in errors] == [("s2c", "the proxy's stop")], errors
+    ended = [line for line in lines if line["kind"] == "end"]
+    assert [(e["dir"], e["cut"]) for e in ended] == [("s2c", "the proxy's stop")], ended
