@@ -57,6 +57,7 @@ from .stdio_child import (
     read_pipe_now,
 )
 from .stdio_ends import DRAIN_LIMIT, STOP_DRAIN, STOPPED_FIRST, HopEnds, SignalStop, say
+from .stdio_inspection import hand_on, mark_undelivered
 from .stdio_stderr import StderrSink, relay_stderr
 from .tap import ConnectionTap
 
@@ -190,24 +191,7 @@ class StdioRelay:
         return exit_status(process.returncode if process.returncode is not None else -9)
 
     def _observe(self, tap: Optional[ConnectionTap], direction: Direction, data: bytes) -> None:
-        t = self.proxy.now()
-        link = self.proxy.link
-        if tap is None:
-            if link is not None:
-                link.data(self.conn, direction, data, t)
-            return
-        if not self.proxy.options.enforce_limits:
-            self.proxy.observer.submit(tap, direction, data, t)
-            return
-        # --enforce-limits decodes the GOLEM routes on the forwarding path, ahead of the
-        # observer's queue: this hop must be decoded there too, or a GOLEM frame could be
-        # decoded before the tools/call that preceded it on the wire. (Its verdicts close
-        # nothing: the hop is the client's own pipe.)
-        if tap.failed is None:
-            try:
-                tap.process(direction, data, t)
-            except Exception as exc:  # a decoding bug costs the inspection, never the relay
-                tap.fail(exc, t)
+        hand_on(self.proxy, self.conn, tap, direction, data)
 
     async def _caught_up(self) -> None:
         """While the recording trails the wire (observed in a process of its own), wait for
@@ -384,19 +368,7 @@ class StdioRelay:
     def _mark_undelivered(
         self, tap: Optional[ConnectionTap], direction: Direction, why: str
     ) -> None:
-        """The bytes of ``direction`` observed from now on never reached their receiver
-        (``why``), as `Connection.observe_undelivered` says it on the TCP routes."""
-        link, observer = self.proxy.link, self.proxy.observer
-        if link is not None:
-            link.undelivered(self.conn, direction, why, self.proxy.now())
-        elif tap is not None and self.proxy.options.enforce_limits:
-            if tap.failed is None:  # as `_observe` guards the inline decoding
-                try:
-                    tap.mark_undelivered(direction, why)
-                except Exception as exc:
-                    tap.fail(exc, self.proxy.now())
-        elif tap is not None:
-            observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
+        mark_undelivered(self.proxy, self.conn, tap, direction, why)
 
     async def _child_stderr(self, conn: int, process: PipedChild) -> None:
         assert process.stderr is not None
