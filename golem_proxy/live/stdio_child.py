@@ -21,6 +21,7 @@ __all__ = [
     "pipe_fd",
     "read_pipe",
     "read_pipe_now",
+    "read_pipe_rest",
 ]
 
 READ_SIZE = 65536
@@ -88,15 +89,26 @@ async def read_pipe(fd: int) -> bytes:
 
 def read_pipe_now(fd: int, most: int = 16 * 1024 * 1024) -> bytes:
     """What the non-blocking pipe ``fd`` holds now, up to ``most`` bytes."""
+    return read_pipe_rest(fd, most)[0]
+
+
+def read_pipe_rest(fd: int, most: int = 16 * 1024 * 1024) -> tuple[bytes, bool]:
+    """What the non-blocking pipe ``fd`` holds now, up to ``most`` bytes, and whether that
+    reached its end (every writer closed it), or it may hold more later."""
     pieces: list[bytes] = []
     got = 0
+    ended = False
     while got < most:
         try:
             chunk = os.read(fd, min(READ_SIZE, most - got))
-        except OSError:  # BlockingIOError: nothing more now
+        except BlockingIOError:  # nothing more now
+            break
+        except OSError:
+            ended = True
             break
         if not chunk:
+            ended = True
             break
         pieces.append(chunk)
         got += len(chunk)
-    return b"".join(pieces)
+    return b"".join(pieces), ended

@@ -112,6 +112,17 @@ class HopEnds:
         else:
             self.given_up = UNDELIVERED_AFTER_EXIT
 
+    def output_cut(self, returncode: Optional[int], ended: bool) -> str:
+        """How golem-proxy itself ended the server's output, not the server: it stopped
+        reading before the end (``ended``: it read the end), or the server died of a signal
+        golem-proxy sent it (`signalled`). ``the proxy's stop`` once a signal stopped the
+        wrapper, else ``the proxy's close`` (its close line says why); "" when the server
+        ended it. A line cut there is no framing error of the server's (`ConnectionTap.cut`)."""
+        killed = returncode is not None and returncode < 0 and -returncode in self.signalled
+        if ended and not killed:
+            return ""
+        return "the proxy's stop" if self.stopped_by is not None else "the proxy's close"
+
     def undelivered_why(self) -> str:
         """Why the child's output from now on is not delivered, as a frame says it."""
         return "client gone" if self.client_gone else self.given_up or "connection ended"

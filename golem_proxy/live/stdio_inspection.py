@@ -2,7 +2,7 @@
 inspection: to the session's observer, decoded on the forwarding path with
 ``--enforce-limits``, or through the link to an observing process of its own; as a TCP
 route's `HandsToInspection` does (hand_on.py), so that the bytes and what was decided about
-them arrive in the order they happened."""
+them (undelivered, cut) arrive in the order they happened."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..events import Direction
 from .relay import Proxy
 from .tap import ConnectionTap
 
-__all__ = ["hand_on", "mark_undelivered"]
+__all__ = ["hand_on", "mark"]
 
 
 def hand_on(
@@ -41,19 +41,29 @@ def hand_on(
             tap.fail(exc, t)
 
 
-def mark_undelivered(
-    proxy: Proxy, conn: int, tap: Optional[ConnectionTap], direction: Direction, why: str
+def mark(
+    proxy: Proxy,
+    conn: int,
+    tap: Optional[ConnectionTap],
+    direction: Direction,
+    why: str,
+    cut: bool = False,
 ) -> None:
     """The bytes of ``direction`` handed on from now on never reached their receiver
-    (``why``), as `Connection.observe_undelivered` says it on the TCP routes."""
-    link, observer = proxy.link, proxy.observer
+    (``why``), as `Connection.observe_undelivered` says it on the TCP routes; with ``cut``,
+    the end of its stream handed on next is the proxy's, not its sender's (``why``: how), as
+    `Connection.mark_cut` says it."""
+    link = proxy.link
     if link is not None:
-        link.undelivered(conn, direction, why, proxy.now())
-    elif tap is not None and proxy.options.enforce_limits:
-        if tap.failed is None:  # as `hand_on` guards the inline decoding
-            try:
-                tap.mark_undelivered(direction, why)
-            except Exception as exc:
-                tap.fail(exc, proxy.now())
-    elif tap is not None:
-        observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
+        (link.cut if cut else link.undelivered)(conn, direction, why, proxy.now())
+        return
+    if tap is None:
+        return
+    marks = functools.partial(tap.cut if cut else tap.mark_undelivered, direction, why)
+    if not proxy.options.enforce_limits:
+        proxy.observer.after_queued(marks)
+    elif tap.failed is None:  # as `hand_on` guards the inline decoding
+        try:
+            marks()
+        except Exception as exc:
+            tap.fail(exc, proxy.now())

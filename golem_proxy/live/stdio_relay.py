@@ -55,9 +55,10 @@ from .stdio_child import (
     pipe_fd,
     read_pipe,
     read_pipe_now,
+    read_pipe_rest,
 )
 from .stdio_ends import DRAIN_LIMIT, STOP_DRAIN, STOPPED_FIRST, HopEnds, SignalStop, say
-from .stdio_inspection import hand_on, mark_undelivered
+from .stdio_inspection import hand_on, mark
 from .stdio_stderr import StderrSink, relay_stderr
 from .tap import ConnectionTap
 
@@ -260,7 +261,7 @@ class StdioRelay:
 
     def _observe_unwritten(self, tap: Optional[ConnectionTap], rest: bytes) -> None:
         """The client's ``rest`` never reached the server: recorded, marked undelivered."""
-        self._mark_undelivered(tap, Direction.C2S, "server gone")
+        self._mark(tap, Direction.C2S, "server gone")
         self._observe(tap, Direction.C2S, rest)
 
     async def _drain(self, outputs: trio.CancelScope) -> None:
@@ -295,11 +296,12 @@ class StdioRelay:
         assert process.stdout is not None
         source = pipe_fd(process.stdout)
         sink = stdout.fileno()
+        ended = False  # the end of the server's output was read
         try:
             while True:
                 chunk = await read_pipe(source)
                 if not chunk:
-                    self._ends.output_ended = True
+                    self._ends.output_ended = ended = True
                     break
                 # A GOLEM connection the server made, and a GOLEM request it wrote, before
                 # writing this are handed on first, or a call it answers would end before them.
@@ -320,9 +322,17 @@ class StdioRelay:
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, self._fds[1])
                 os.close(null)
+            if self._ends.signalled:  # its death, at hand, may be golem-proxy's doing
+                await process.wait()
         finally:
             if self._ends.given_up:  # what the pipe still holds never reaches the client
-                self._deliver_none(tap, read_pipe_now(source))
+                rest, ended = read_pipe_rest(source)
+                self._deliver_none(tap, rest)
+            # A line cut by a signal golem-proxy sent, or by its giving the pipe up, is no
+            # truncation of the server's.
+            how = self._ends.output_cut(process.returncode, ended)
+            if how:
+                self._mark(tap, Direction.S2C, how, cut=True)
             self._observe(tap, Direction.S2C, b"")
             self._output_done()
 
@@ -362,13 +372,13 @@ class StdioRelay:
         if not self._marked_undelivered:
             self._marked_undelivered = True
             why = self._ends.undelivered_why()
-            self._mark_undelivered(tap, Direction.S2C, why)
+            self._mark(tap, Direction.S2C, why)
         self._observe(tap, Direction.S2C, data)
 
-    def _mark_undelivered(
-        self, tap: Optional[ConnectionTap], direction: Direction, why: str
+    def _mark(
+        self, tap: Optional[ConnectionTap], direction: Direction, why: str, cut: bool = False
     ) -> None:
-        mark_undelivered(self.proxy, self.conn, tap, direction, why)
+        mark(self.proxy, self.conn, tap, direction, why, cut)
 
     async def _child_stderr(self, conn: int, process: PipedChild) -> None:
         assert process.stderr is not None
