@@ -113,6 +113,9 @@ class Connection(HandsToInspection):
     gone: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
     writing to one did. A clean FIN is no part of it: the side may still read."""
+    cut_marked: set[Direction] = field(default_factory=set)
+    """Directions whose end the proxy made was said (`mark_cut`): ``--fault truncate``'s, or
+    `ended_by_proxy`'s; the first to say it is the one that did it."""
     added: list[str] = field(default_factory=list)
     """What the close says after its reason (`add_to_reason`)."""
 
@@ -380,10 +383,10 @@ class Connection(HandsToInspection):
         a write to it failed, or reading it did), or of its own accord (``the proxy's reset of
         the upstream``), or stopped reading it (``the proxy's stop``, its drain timeout past;
         ``the proxy's close``, for a reason the close says: ``--idle-timeout``, a cut); ""
-        when the source ended it. A frame of it cut there is then no framing error of its
-        sender's (`ConnectionTap.cut`)."""
+        when the source ended it, or its cut was said already (``--fault truncate``). A frame
+        of it cut there is then no framing error of its sender's (`ConnectionTap.cut`)."""
         _, _, source_name, sink_name = self.sides(direction)
-        if self.eof[direction] or source_name in self.gone:
+        if self.eof[direction] or source_name in self.gone or direction in self.cut_marked:
             return ""
         if source_name in self.reset:
             if sink_name in self.gone:

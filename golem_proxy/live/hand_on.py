@@ -28,6 +28,7 @@ class HandsToInspection:
     observer: Optional[Observer]
     inline: bool
     link: Optional[ObserverLink]
+    cut_marked: set[Direction]
 
     def _undelivered_why(self, direction: Direction) -> str:
         """Why bytes of ``direction`` never reached their receiver, when the caller does not
@@ -91,6 +92,7 @@ class HandsToInspection:
     def mark_cut(self, direction: Direction, t: float, how: str) -> None:
         """`observe_cut` for an end of ``direction``'s stream handed on later, whenever the
         connection ends (the proxy ends it, and reads no more of that side)."""
+        self.cut_marked.add(direction)
         if self.link is not None:
             self.link.cut(self.conn, direction, how, t)
         elif self.tap is not None and self.inline:
