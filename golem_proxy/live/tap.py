@@ -118,6 +118,9 @@ class ConnectionTap(TapNotes):
         self._digests: dict[Direction, FrameDigest] = {}
         self._cut: dict[Direction, str] = {}
         """The ends of stream the proxy made itself, and how (`cut`)."""
+        self._sent_short: set[Direction] = set()
+        """Directions whose last frame the proxy sent in part on purpose (``--fault
+        truncate``): a frame truncated there is the one the receiver got (`acted_on`)."""
         self.undelivered_late: dict[Direction, tuple[int, str]] = {}
         """Per direction, bytes said undelivered after frames they ended were published as
         delivered, and why (`undelivered_last`)."""
@@ -292,8 +295,11 @@ class ConnectionTap(TapNotes):
             undelivered, delivered = self._frames.undelivered(direction)
             raw, redacted = self._frames.scrubbed(event.raw)
             # A frame cut short by the proxy's own end of its stream (it stopped reading): no
-            # side's framing error, what was read of it is said instead.
-            truncated_here = event.kind is FrameErrorKind.TRUNCATED
+            # side's framing error, what was read of it is said instead. One the proxy sent in
+            # part on purpose is recorded as its receiver got it, a truncated frame.
+            truncated_here = (
+                event.kind is FrameErrorKind.TRUNCATED and direction not in self._sent_short
+            )
             cut = self._cut.get(direction, "") if truncated_here else ""
             detail = read_before_cut(self.profile, event.raw, digest, cut) if cut else ""
             self.publish(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from ..events import Direction, FrameSeen, ProxyAction
+from ..events import Direction, FaultInjected, FrameSeen, ProxyAction
 from .tap_frames import FramePublisher
 from .tap_gaps import GapPublisher
 from .tap_input import TapInput
@@ -32,6 +32,7 @@ class TapNotes:
     undelivered_late: dict[Direction, tuple[int, str]]
     _digests: dict[Direction, FrameDigest]
     _cut: dict[Direction, str]
+    _sent_short: set[Direction]
 
     def learn_unrecorded(self, learned: Sequence[str], t: float) -> None:
         """Hide in later frames ``learned``, the values redaction replaces in a frame not
@@ -78,6 +79,11 @@ class TapNotes:
         client, which is then not to answer it: the end of the client's stream does not name
         it (`StreamEnded`), as the proxy's doing is no side's. (A client's request withheld
         stays waiting: the proxy may answer it in the server's place.)"""
+        if isinstance(step, FaultInjected) and step.fault == "truncate":
+            # The frame it hit is the part the proxy sent before it closed: its receiver got
+            # a truncated frame, recorded so (docs/faults.md), not one the proxy stopped
+            # reading (it read all of it): `cut` says how the stream ended, not that frame.
+            self._sent_short.add(step.direction)
         if self.failed is None and step.server_request and step.withholds:
             last = self._frames.last_index(step.direction)
             self._pairing.withheld(step.direction, last, step.message_id)

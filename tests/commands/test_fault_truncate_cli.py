@@ -50,6 +50,12 @@ def test_an_answer_the_proxy_truncated_is_not_blamed_on_the_plugin(
     rows = [json.loads(line) for line in shown.stdout.splitlines()]
     statuses = {row["method"]: row["status"] for row in rows if row.get("method")}
     assert statuses == {"scene.list_layers": "unanswered (truncated by --fault truncate)"}
+    # The answer itself is recorded as the client got it (docs/faults.md): a truncated frame,
+    # not one the proxy read part of before a cut of its reading (it read all of it).
+    (error,) = [line for line in lines if line["kind"] == "frame-error"]
+    assert "cut" not in error and error["detail"].startswith("stream ended"), error
+    cut_rows = [row["status"] for row in rows if not row.get("method")]
+    assert cut_rows == ["truncated (--fault truncate)"], rows
     assert "the proxy ended the upstream's stream (--fault truncate): 1 request" in log
     assert "upstream ended its stream" not in log
 
@@ -83,4 +89,8 @@ def test_an_answer_a_truncated_request_cut_off_is_not_blamed_on_the_plugin(
     rows = [json.loads(line) for line in shown.stdout.splitlines()]
     statuses = {row["method"]: row["status"] for row in rows if row.get("method")}
     assert statuses == {"debug.sleep": "unanswered (truncated by --fault truncate)"}
+    (error,) = [line for line in lines if line["kind"] == "frame-error"]
+    assert (error["dir"], "cut" in error) == ("c2s", False), error
+    cut_rows = [row["status"] for row in rows if not row.get("method")]
+    assert cut_rows == ["truncated (--fault truncate)"], rows
     assert "the proxy ended the upstream's stream (--fault truncate): 1 request" in log
