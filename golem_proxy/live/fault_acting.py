@@ -154,6 +154,10 @@ class FaultActing:
             if rule.kind is FaultKind.RESET:
                 self.conn.note(f"fault: reset ({rule.spec})", True)
                 self.conn.reset.update(("client", "upstream"))
+                # Both streams end by the fault, which is how the requests left unanswered
+                # read (`ConnectionTap.cut`), as after ``--fault truncate``.
+                for ended in (Direction.S2C, Direction.C2S):
+                    self.conn.mark_cut(ended, self.now(), "--fault reset")
                 self.scope.cancel()
                 return False
             return True  # dropped

@@ -303,7 +303,7 @@ def test_an_answer_still_held_when_the_connection_ends_is_said_not_sent(
     assert shown.returncode == 0, shown.stderr
     rows = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(row["method"], row["status"]) for row in rows][:2] == [
-        ("scene.list_layers", "unanswered"),
+        ("scene.list_layers", "unanswered (truncated by --fault reset)"),
         ("ping", "undelivered (withheld: --fault error)"),
     ]
 
