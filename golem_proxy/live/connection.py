@@ -377,14 +377,15 @@ class Connection(HandsToInspection):
         self.reset.add("client")
         close_abortively(self.client)
 
-    def ended_by_proxy(self, direction: Direction) -> str:
+    def ended_by_proxy(self, direction: Direction, stopped: bool = False) -> str:
         """How the proxy itself ended ``direction``'s stream, which its source neither ended
         nor reset: it reset that source because the other side reset (``the client's reset``:
         a write to it failed, or reading it did), or of its own accord (``the proxy's reset of
-        the upstream``), or stopped reading it (``the proxy's stop``, its drain timeout past;
-        ``the proxy's close``, for a reason the close says: ``--idle-timeout``, a cut); ""
-        when the source ended it, or its cut was said already (``--fault truncate``). A frame
-        of it cut there is then no framing error of its sender's (`ConnectionTap.cut`)."""
+        the client``), or stopped reading it (``the proxy's stop``, when its stop cancelled
+        the pumps (``stopped``), its drain timeout past or a cut, whatever ended the other
+        side before; ``the proxy's close``, for a reason the close says: ``--idle-timeout``);
+        "" when the source ended it, or its cut was said already (``--fault truncate``). A
+        frame of it cut there is then no framing error of its sender's (`ConnectionTap.cut`)."""
         _, _, source_name, sink_name = self.sides(direction)
         if self.eof[direction] or source_name in self.gone or direction in self.cut_marked:
             return ""
@@ -392,7 +393,7 @@ class Connection(HandsToInspection):
             if sink_name in self.gone:
                 return f"the {sink_name}'s reset"
             return f"the proxy's reset of the {source_name}"
-        return "the proxy's close" if self.reason else "the proxy's stop"
+        return "the proxy's stop" if stopped or not self.reason else "the proxy's close"
 
     def close_sockets(self) -> None:
         """Close both sides: with a reset where `reset` says so, else cleanly."""

@@ -13,6 +13,7 @@ is `Connection`'s job, shared with the faulted pumps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Optional
 
@@ -47,11 +48,14 @@ async def pump_both(
             if idle_timeout is not None:
                 nursery.start_soon(idle_watch, conn, idle_timeout, nursery.cancel_scope)
     finally:
+        # Cancelled from outside, not by the pumps' own scope (gone with the nursery): the
+        # proxy's stop, whatever ended a side before it (a client's half-close).
+        stopped = trio.current_effective_deadline() == -math.inf
         # A direction that ended without EOF, its source not reset either, was ended by the
         # proxy: a frame it cuts is the proxy's doing, not its sender's (`ended_by_proxy`).
         # Said also when the proxy's stop cancels this (the close then ends the streams).
         for direction, ended in conn.eof.items():
-            how = "" if ended else conn.ended_by_proxy(direction)
+            how = "" if ended else conn.ended_by_proxy(direction, stopped)
             if how:
                 conn.mark_cut(direction, now(), how)
     # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a

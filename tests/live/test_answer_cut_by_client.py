@@ -122,3 +122,31 @@ def test_an_answer_the_proxy_stopped_reading_at_its_stop_is_cut_by_the_stop(
     assert [(e["dir"], e["cut"]) for e in errors] == [("s2c", "the proxy's stop")], errors
     ended = [line for line in lines if line["kind"] == "end"]
     assert [(e["dir"], e["cut"]) for e in ended] == [("s2c", "the proxy's stop")], ended
+
+
+def _half_closed_reader(port: int) -> socket.socket:
+    """A client that sends a large request, ends its side (FIN) and reads a little of the
+    answer, then no more: the answer stalls, the plugin still sending it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.settimeout(20)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(_request(16 * MIB))
+    sock.shutdown(socket.SHUT_WR)
+    got = 0
+    while got < 200_000:
+        got += len(sock.recv(65536))
+    return sock
+
+
+def test_an_answer_to_a_client_that_half_closed_is_cut_by_the_stop(tmp_path: Path) -> None:
+    """The client ended its side after its request, as a one-shot client may: its close is
+    no close of the proxy's, and the answer the stop cut reads cut by the proxy's stop."""
+    record = tmp_path / "s.jsonl"
+    with observed_proxy(record, "--drain-timeout", "0.5") as cli, _half_closed_reader(cli.port):
+        out = cli.stop()
+    assert "the proxy ended the upstream's stream (the proxy's stop)" in out, out
+    lines = _lines(record)
+    errors = [line for line in lines if line["kind"] == "frame-error"]
+    assert [(e["dir"], e["cut"]) for e in errors] == [("s2c", "the proxy's stop")], errors
+    assert not [line for line in lines if line["kind"] == "violation"], lines
