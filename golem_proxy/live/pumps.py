@@ -157,7 +157,14 @@ async def idle_watch(conn: Connection, timeout: float, scope: trio.CancelScope) 
             await trio.sleep(timeout)  # counted again from the frame's release
             continue
         if trio.current_time() >= deadline:
-            conn.note(f"idle for {timeout:g} s (--idle-timeout)", True)
+            idle = f"idle for {timeout:g} s (--idle-timeout)"
+            if conn.reason and not conn.eof[Direction.S2C]:
+                # The client's half-close came first, the upstream still sending: the close
+                # cuts that, and says both. (An upstream that closed first ended it; its
+                # close, held from an idle client, stays the reason: idle_fin.py.)
+                conn.add_to_reason(idle)
+                conn.abnormal = True
+            conn.note(idle, True)
             scope.cancel()
             return
         await trio.sleep_until(deadline)

@@ -150,3 +150,22 @@ def test_an_answer_to_a_client_that_half_closed_is_cut_by_the_stop(tmp_path: Pat
     errors = [line for line in lines if line["kind"] == "frame-error"]
     assert [(e["dir"], e["cut"]) for e in errors] == [("s2c", "the proxy's stop")], errors
     assert not [line for line in lines if line["kind"] == "violation"], lines
+
+
+def test_an_answer_idle_past_the_timeout_after_a_half_close_says_the_timeout(
+    tmp_path: Path,
+) -> None:
+    """``--idle-timeout`` closes a connection whose client ended its side and stopped
+    reading: the answer it cut reads cut by the proxy's close, and the close says why, the
+    timeout, not only that the client closed."""
+    record = tmp_path / "s.jsonl"
+    with observed_proxy(record, "--idle-timeout", "1") as cli:
+        with _half_closed_reader(cli.port):
+            wait_for(lambda: '"kind":"close"' in record.read_text(), what="the close recorded")
+        cli.stop()
+    lines = _lines(record)
+    errors = [line for line in lines if line["kind"] == "frame-error"]
+    assert [(e["dir"], e["cut"]) for e in errors] == [("s2c", "the proxy's close")], errors
+    (close,) = [line for line in lines if line["kind"] == "close"]
+    assert close["reason"] == "client closed; idle for 1 s (--idle-timeout)", close
+    assert close["abnormal"] is True, close
