@@ -27,11 +27,15 @@ from .take_up import UNKNOWN, take_up
 from .tap import ConnectionTap
 from .unrecorded_values import UnrecordedValues
 
-__all__ = ["KILLED", "HandoffConnections"]
+__all__ = ["CUT_BY_KILL", "KILLED", "HandoffConnections"]
 
 KILLED = "the proxy was killed"
 """The reason of the close a connection still open at a killed session's end is given
 (`golem-proxy recover`); from a spool, what may not have been sent on follows it (`DOUBT_*`)."""
+
+CUT_BY_KILL = "the proxy's kill"
+"""How a stream of a connection a kill left open ended (`StreamEnded.cut`,
+`FramingErrorSeen.cut`): the proxy stopped reading it, as its stop does; no side ended it."""
 
 DOUBT = "the spool's last {} may not have been sent on"
 """What the close of a connection a kill left open says of the last chunk the spool holds
@@ -105,8 +109,8 @@ class HandoffConnections:
     def _close_killed(self) -> None:
         """The records ended without the session's end (a killed session's spool): each
         connection still open is closed as the relay closes one when the proxy stops, so
-        that its frame in progress is reported truncated (`ConnectionTap.closing`), not left
-        waiting as if the recording had merely ended."""
+        that its frame in progress is reported cut by the kill (`ConnectionTap.closing`), not
+        left waiting as if the recording had merely ended."""
         for conn, tap in list(self._taps.items()):
             sent = self._sent.get(conn, [0, 0])
             doubt = " and last ".join(
@@ -123,6 +127,10 @@ class HandoffConnections:
                 bytes_s2c=sent[1],
                 abnormal=True,
             )
+            for direction in Direction:
+                # A stream the kill left open was the proxy's to end, as its stop ends one
+                # (`pumps.pump_both`): a frame it cut short is no framing error of its sender's.
+                self.observer.after_queued(functools.partial(tap.cut, direction, CUT_BY_KILL))
             self._close(conn, closed)
 
     def _count(self, conn: int, direction: Direction, size: int, t: Optional[float] = None) -> None:

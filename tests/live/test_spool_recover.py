@@ -6,8 +6,10 @@ so that the recording trails the wire by seconds when the kill comes."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +19,9 @@ import pytest
 from bench.processes import observing_processes
 from bench.robustness.proxy_cli import ROOT
 from golem_core.messages import Response
+from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionClosed
-from golem_proxy.live.handoff_connections import DOUBT, KILLED
+from golem_proxy.live.handoff_connections import CUT_BY_KILL, DOUBT, KILLED
 from golem_proxy.live.observer_launch import TEST_MODULE
 from golem_proxy.live.spool_recover import _scan
 from golem_proxy.recording.format import (
@@ -180,3 +183,25 @@ def test_recover_counts_a_killed_connection_whose_close_says_more_after_its_doub
     _, _, unsure = _scan(str(path))
 
     assert unsure == 2
+
+
+def test_recover_says_an_answer_cut_by_the_kill_is_the_proxys_cut(tmp_path: Path) -> None:
+    """Killed while it forwarded a large answer: what it had read of it is cut by the kill,
+    no truncated frame of the plugin's (which was still sending it) and no violation."""
+    record = tmp_path / "session.jsonl"
+    with observed_proxy(record, "--observer-spool") as cli, socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.settimeout(20)
+        sock.connect(("127.0.0.1", cli.port))
+        sock.sendall(GOLEM.encode({"id": 1, "method": "echo", "params": {"b": "x" * (16 << 20)}}))
+        got = 0
+        while got < 200_000:
+            got += len(sock.recv(65536))
+        _kill_everything(cli.process.pid)
+        cli.process.communicate()
+    done = _golem("recover", str(record), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    assert not [line for line in lines if line["kind"] == "violation"], lines
+    errors = [line for line in lines if line["kind"] == "frame-error"]
+    assert [(e["dir"], e.get("cut")) for e in errors] == [("s2c", CUT_BY_KILL)], errors
