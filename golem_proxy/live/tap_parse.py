@@ -7,7 +7,7 @@ import codecs
 import json
 import re
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from golem_core.messages import Message, Role, decode_json, elide_long_strings
 from golem_core.profiles import Profile
@@ -19,8 +19,10 @@ from .opaque_scan import opaque_scan
 __all__ = [
     "ELIDE_FRAMES_OVER",
     "ELIDE_STRINGS_OVER",
+    "Parsed",
     "TooCostly",
     "encode_redacted",
+    "parse_elided",
     "parse_fast",
     "parse_for_view",
 ]
@@ -92,6 +94,26 @@ def parse_for_view(
     and the recording keeps its bytes. Raises `TooCostly`, before parsing, when what is
     parsed would hold more than ``limit`` bytes, unless a parse would refuse it before it
     holds anything much (`_refused_at_once`)."""
+    parsed = parse_elided(profile, payload, role, limit)
+    return parsed.message, parsed.elided
+
+
+class Parsed(NamedTuple):
+    """A frame typed for the view (`parse_elided`)."""
+
+    message: Message
+    text: bytes
+    """The payload with its long opaque strings elided (the payload itself when none was):
+    a byte search that no opaque character matches finds in it what it would find in the
+    payload, without a pass over the blob."""
+    elided: int
+
+
+def parse_elided(
+    profile: Profile, payload: bytes, role: Role, limit: Optional[int] = None
+) -> Parsed:
+    """`parse_for_view`, with the text it parsed (`Parsed.text`). Raises `TooCostly` as it
+    does."""
     large = len(payload) > ELIDE_FRAMES_OVER
     text, elided = payload, 0
     if large:
@@ -101,10 +123,10 @@ def parse_for_view(
         if cost > limit:
             if not _refused_at_once(text):
                 raise TooCostly(cost)
-            return profile.parse(payload, role), 0
+            return Parsed(profile.parse(payload, role), payload, 0)
     if large:
-        return profile.parse(text if elided else payload, role), elided
-    return parse_fast(profile, payload, role), 0
+        return Parsed(profile.parse(text if elided else payload, role), text, elided)
+    return Parsed(parse_fast(profile, payload, role), payload, 0)
 
 
 def _decoder_depth() -> Optional[int]:
