@@ -14,7 +14,7 @@ from golem_core.profiles import Profile
 
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..json_cost import most_held, parse_holds
-from .opaque_scan import opaque_scan
+from .opaque_scan import opaque_scan, opaque_span_scan
 
 __all__ = [
     "ELIDE_FRAMES_OVER",
@@ -32,6 +32,9 @@ ELIDE_FRAMES_OVER = 1024 * 1024
 ELIDE_STRINGS_OVER = 64 * 1024
 OPAQUE_SCAN = opaque_scan()
 """How a long string is found opaque: by the C library where it loads (opaque_scan.py)."""
+OPAQUE_SPAN = opaque_span_scan()
+"""How far an opaque run goes, by the C library where it loads (None without it): a long
+string is then found and checked in one pass (`elide_long_strings`)."""
 
 
 def encode_redacted(profile: Profile, obj: object) -> bytes:
@@ -117,7 +120,7 @@ def parse_elided(
     large = len(payload) > ELIDE_FRAMES_OVER
     text, elided = payload, 0
     if large:
-        text, elided = elide_long_strings(payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+        text, elided = elide_long_strings(payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN, OPAQUE_SPAN)
     if limit is not None and most_held(len(text)) > limit:
         cost = parse_holds(text, limit)
         if cost > limit:
