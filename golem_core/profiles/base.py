@@ -204,7 +204,10 @@ class Profile(abc.ABC):
 
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
-        """Violations of the per-message rules (the envelope is already typed in ``message``)."""
+        """Violations of the per-message rules (the envelope is already typed in ``message``).
+        ``payload`` is the message's bytes, or them with long opaque strings elided
+        (`elide_long_strings`): a rule that searches it must find in both what it finds in one,
+        as a search for a byte that is not an opaque character does."""
 
     def check_server_request(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of a request or notification the server sent (see

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 from collections.abc import Iterator
 from typing import Callable, Optional
 
-from golem_core.messages import OPAQUE_CHARACTERS, OpaqueCheck, is_opaque_run
+from golem_core.messages import OPAQUE_CHARACTERS, OpaqueCheck, OpaqueSpan, is_opaque_run
 
-__all__ = ["opaque_run", "opaque_scan"]
+__all__ = ["opaque_run", "opaque_scan", "opaque_span", "opaque_span_scan"]
 
 
 def _library_names() -> Iterator[Optional[str]]:
@@ -54,6 +55,34 @@ def opaque_run(payload: bytes, start: int, end: int) -> bool:
     if address is None:
         return is_opaque_run(payload, start, end)
     return bool(_STRSPN(address + start, _ACCEPTED) >= end - start)
+
+
+def opaque_span(payload: bytes, start: int) -> int:
+    """How many opaque characters follow one another from ``start`` (`OpaqueSpan`), by
+    ``strspn``: it stops at the first other byte, at the latest at the NUL that ends every
+    ``bytes`` object's buffer. Not ``bytes``, or ``start`` outside it: by a pattern."""
+    if _STRSPN is None or type(payload) is not bytes or not 0 <= start <= len(payload):
+        return _span_by_pattern(payload, start)
+    address = ctypes.cast(ctypes.c_char_p(payload), ctypes.c_void_p).value
+    if address is None:
+        return _span_by_pattern(payload, start)
+    return int(_STRSPN(address + start, _ACCEPTED))
+
+
+_RUN = re.compile(b"[" + re.escape(OPAQUE_CHARACTERS) + b"]*")
+
+
+def _span_by_pattern(payload: bytes, start: int) -> int:
+    if not 0 <= start <= len(payload):
+        return 0
+    found = _RUN.match(payload, start)
+    return found.end() - start if found else 0
+
+
+def opaque_span_scan() -> Optional[OpaqueSpan]:
+    """`opaque_span` where the C library loads; None without it (a pattern's step per byte
+    would cost more than the quote search it saves)."""
+    return None if _STRSPN is None else opaque_span
 
 
 def opaque_scan() -> OpaqueCheck:

@@ -32,7 +32,7 @@ from .read_on import READ_ON_CHUNKS
 from .redact import Redactor
 from .tap_limits import TapVerdict
 from .tap_pairing import ConnectionPairing, frame_method
-from .tap_parse import TooCostly, parse_for_view
+from .tap_parse import TooCostly, parse_elided
 
 __all__ = ["Annotator", "FramePublisher", "Publish"]
 
@@ -228,7 +228,7 @@ class FramePublisher:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
         try:
-            message, elided = parse_for_view(self.profile, payload, role, self._parse_limit)
+            message, text, elided = parse_elided(self.profile, payload, role, self._parse_limit)
         except TooCostly as costly:
             undelivered, _ = self.undelivered(direction)
             self._unparsed(direction, frame, t, costly.cost, undelivered)
@@ -236,10 +236,13 @@ class FramePublisher:
             return None
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
+        # The checks search the payload's bytes only for escapes (a backslash, which no
+        # opaque character is): the elided text answers as the payload does, and a 16 MiB
+        # capture's blob is not searched again.
         if role is Role.REQUEST and direction is Direction.S2C:
-            violations = self.profile.check_server_request(message, payload)
+            violations = self.profile.check_server_request(message, text)
         else:
-            violations = self.profile.check_message(message, payload)
+            violations = self.profile.check_message(message, text)
         if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
             violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.

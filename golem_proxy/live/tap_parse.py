@@ -7,20 +7,22 @@ import codecs
 import json
 import re
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from golem_core.messages import Message, Role, decode_json, elide_long_strings
 from golem_core.profiles import Profile
 
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..json_cost import most_held, parse_holds
-from .opaque_scan import opaque_scan
+from .opaque_scan import opaque_scan, opaque_span_scan
 
 __all__ = [
     "ELIDE_FRAMES_OVER",
     "ELIDE_STRINGS_OVER",
+    "Parsed",
     "TooCostly",
     "encode_redacted",
+    "parse_elided",
     "parse_fast",
     "parse_for_view",
 ]
@@ -30,6 +32,9 @@ ELIDE_FRAMES_OVER = 1024 * 1024
 ELIDE_STRINGS_OVER = 64 * 1024
 OPAQUE_SCAN = opaque_scan()
 """How a long string is found opaque: by the C library where it loads (opaque_scan.py)."""
+OPAQUE_SPAN = opaque_span_scan()
+"""How far an opaque run goes, by the C library where it loads (None without it): a long
+string is then found and checked in one pass (`elide_long_strings`)."""
 
 
 def encode_redacted(profile: Profile, obj: object) -> bytes:
@@ -92,19 +97,39 @@ def parse_for_view(
     and the recording keeps its bytes. Raises `TooCostly`, before parsing, when what is
     parsed would hold more than ``limit`` bytes, unless a parse would refuse it before it
     holds anything much (`_refused_at_once`)."""
+    parsed = parse_elided(profile, payload, role, limit)
+    return parsed.message, parsed.elided
+
+
+class Parsed(NamedTuple):
+    """A frame typed for the view (`parse_elided`)."""
+
+    message: Message
+    text: bytes
+    """The payload with its long opaque strings elided (the payload itself when none was):
+    a byte search that no opaque character matches finds in it what it would find in the
+    payload, without a pass over the blob."""
+    elided: int
+
+
+def parse_elided(
+    profile: Profile, payload: bytes, role: Role, limit: Optional[int] = None
+) -> Parsed:
+    """`parse_for_view`, with the text it parsed (`Parsed.text`). Raises `TooCostly` as it
+    does."""
     large = len(payload) > ELIDE_FRAMES_OVER
     text, elided = payload, 0
     if large:
-        text, elided = elide_long_strings(payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+        text, elided = elide_long_strings(payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN, OPAQUE_SPAN)
     if limit is not None and most_held(len(text)) > limit:
         cost = parse_holds(text, limit)
         if cost > limit:
             if not _refused_at_once(text):
                 raise TooCostly(cost)
-            return profile.parse(payload, role), 0
+            return Parsed(profile.parse(payload, role), payload, 0)
     if large:
-        return profile.parse(text if elided else payload, role), elided
-    return parse_fast(profile, payload, role), 0
+        return Parsed(profile.parse(text if elided else payload, role), text, elided)
+    return Parsed(parse_fast(profile, payload, role), payload, 0)
 
 
 def _decoder_depth() -> Optional[int]:

@@ -9,9 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_core.messages import _elide_by_pattern, elide_long_strings, is_opaque_run
-from golem_proxy.live.opaque_scan import _STRSPN, opaque_run, opaque_scan
-from golem_proxy.live.tap_parse import OPAQUE_SCAN
+from golem_core.messages import (
+    OPAQUE_CHARACTERS,
+    _elide_by_pattern,
+    elide_long_strings,
+    is_opaque_run,
+)
+from golem_proxy.live.opaque_scan import (
+    _STRSPN,
+    _span_by_pattern,
+    opaque_run,
+    opaque_scan,
+    opaque_span,
+    opaque_span_scan,
+)
+from golem_proxy.live.tap_parse import OPAQUE_SCAN, OPAQUE_SPAN
 
 # Opaque characters and those that end a run: a quote, NUL (where strspn would stop), a
 # backslash, a byte over 127, structure.
@@ -37,6 +49,27 @@ def test_eliding_with_the_scan_is_eliding_by_the_pattern(payload: bytes, min_len
     )
 
 
+@settings(max_examples=500, deadline=None)
+@given(_PAYLOADS, st.integers(-3, 420))
+def test_the_span_is_the_longest_opaque_run(payload: bytes, start: int) -> None:
+    span = opaque_span(payload, start)
+    assert span == _span_by_pattern(payload, start)
+    if 0 <= start < len(payload):
+        assert span == 0 or is_opaque_run(payload, start, start + span)
+        stop = payload[start + span : start + span + 1]
+        assert stop == b"" or stop not in OPAQUE_CHARACTERS
+
+
+@settings(max_examples=500, deadline=None)
+@given(_PAYLOADS, st.integers(2, 60))
+def test_eliding_by_the_span_is_eliding_by_the_pattern(payload: bytes, min_length: int) -> None:
+    """A run measured from its opening quote: the same strings elided as the pattern elides,
+    wherever a quote, a NUL, a backslash or the payload's end stops it."""
+    expected = _elide_by_pattern(payload, min_length)
+    assert elide_long_strings(payload, min_length, opaque_run, opaque_span) == expected
+    assert elide_long_strings(payload, min_length, None, _span_by_pattern) == expected
+
+
 def test_a_run_is_opaque_when_every_byte_up_to_its_end_is() -> None:
     run = b"QUJD" * 100_000
     payload = b'{"a":"' + run + b'"}'
@@ -54,6 +87,8 @@ def test_a_run_is_opaque_when_every_byte_up_to_its_end_is() -> None:
 @pytest.mark.skipif(_STRSPN is None, reason="no C library to load here")
 def test_the_live_view_uses_the_c_library_where_it_loads() -> None:
     assert opaque_scan() is opaque_run and OPAQUE_SCAN is opaque_run
+    assert opaque_span_scan() is opaque_span and OPAQUE_SPAN is opaque_span
     blob = base64.b64encode(bytes(range(256)) * 4096)
     payload = b'{"id": 1, "result": {"image": "' + blob + b'"}, "error": null}'
     assert elide_long_strings(payload, 65536, OPAQUE_SCAN)[1] == len(blob)
+    assert elide_long_strings(payload, 65536, OPAQUE_SCAN, OPAQUE_SPAN)[1] == len(blob)

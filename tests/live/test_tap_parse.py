@@ -24,7 +24,7 @@ from golem_proxy.events import (
 )
 from golem_proxy.json_cost import parse_holds
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
-from golem_proxy.live.tap_parse import DECODER_DEPTH, TooCostly, parse_for_view
+from golem_proxy.live.tap_parse import DECODER_DEPTH, TooCostly, parse_elided, parse_for_view
 
 MIB = 1024 * 1024
 N = 300_000
@@ -51,6 +51,41 @@ def test_a_blob_costs_what_its_elided_text_does() -> None:
     assert parse_holds(payload, 0) > MIB
     message, elided = parse_for_view(GOLEM, payload, Role.RESPONSE, MIB)
     assert elided == len(blob) and message.role is Role.RESPONSE
+
+
+BLOB = base64.b64encode(bytes(range(256)) * 4096)  # 1.3 MiB, every base64 character
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"id":"1","result":{"t":"caf\\u00e9","image":"' + BLOB + b'"},"error":null}',
+        b'{"id":"1","result":{"image":"' + BLOB + b'","t":"\\u00e9"},"error":null}',
+        b'{"id":"1","result":{"t":"\\u0041","image":"' + BLOB + b'"},"error":null}',
+        b'{"id":"1","result":{"a":"x\\"' + BLOB + b'","b":"' + BLOB + b'\\u00e9"},"error":null}',
+        b'{"id":"1","result":["\\u00e9' + BLOB + b'","' + BLOB + b'","\\u12"],"error":null}',
+        b'{"id":"1","result":{"image":"' + BLOB + b'"},"error":null}',
+    ],
+    ids=["before", "after", "ascii", "escaped-quote", "not-opaque", "none"],
+)
+def test_the_checks_find_in_the_elided_text_what_they_find_in_the_payload(
+    payload: bytes,
+) -> None:
+    """The tap checks a large frame's elided text, not its payload (the blob searched once,
+    by the elision): every escape next to, before or after a blob is found as in the payload."""
+    message, text, elided = parse_elided(GOLEM, payload, Role.RESPONSE, 64 * MIB)
+    assert elided and len(text) < len(payload) - elided + 100
+    assert GOLEM.check_message(message, text) == GOLEM.check_message(message, payload)
+    assert parse_for_view(GOLEM, payload, Role.RESPONSE, 64 * MIB) == (message, elided)
+
+
+def test_a_frame_with_nothing_elided_is_its_own_text() -> None:
+    payload = b'{"id":"1","result":{"t":"caf\\u00e9"},"error":null}'
+    parsed = parse_elided(GOLEM, payload, Role.RESPONSE)
+    assert parsed.text is payload and parsed.elided == 0
+    assert [v.rule for v in GOLEM.check_message(parsed.message, parsed.text)] == [
+        "golem.encoding.ascii-escaped"
+    ]
 
 
 def test_the_tap_keeps_a_request_too_costly_to_parse_as_its_digest() -> None:
