@@ -297,10 +297,12 @@ class _Exporter:
 
     def _ended(self, when: int, event: StreamEnded) -> None:
         """One side's FIN when it ended its stream, acknowledged by the other: a side that
-        went first is seen going first, when it did, not at the connection's close."""
+        went first is seen going first, when it did, not at the connection's close. A stream
+        the proxy ended otherwise than with a FIN (`StreamEnded.cut`: a reset, its stop) has
+        none then: the close says how the connection ended."""
         conv = self.conversation(event.conn, event.route)
         side = _SIDE[event.direction]
-        if side in conv.ended:
+        if side in conv.ended or event.cut not in _FIN_CUTS:
             return
         conv.ended.add(side)
         self.send(when, conv, side, FIN | ACK)
@@ -326,6 +328,10 @@ class _Exporter:
                 self.send(when, conv, 1 - left[0], ACK)
         del self.conversations[event.conn]
 
+
+_FIN_CUTS = frozenset(("", "--fault truncate"))
+"""The ends of stream (`StreamEnded.cut`) a FIN carried: a side's own, and ``--fault
+truncate``'s (it sends part of a frame, then closes with a FIN)."""
 
 _HELD_LINES = 256
 """Lines held, at most, waiting for the next line that makes packets (a file of nothing but

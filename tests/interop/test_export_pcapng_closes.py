@@ -161,3 +161,53 @@ def test_a_plugin_gone_mid_call_sends_its_fin_when_it_went_then_the_reset(
     ]
     # Nothing tshark finds wrong: the FIN takes its sequence number, the reset the next.
     assert tshark("-r", str(capture), "-Y", "_ws.expert.severity >= error").strip() == ""
+
+
+@needs_tshark
+@pytest.mark.parametrize(
+    ("cut", "resets", "ends"),
+    [
+        # The client reset in the middle of the answer: the proxy stopped reading the plugin
+        # and reset it; no FIN of the plugin's, the client's reset at the close.
+        ("the client's reset", (Direction.C2S,), [("client", False, True)]),
+        # The proxy's stop cut the answer: no FIN when the stream was cut, the FINs at the close.
+        (
+            "the proxy's stop",
+            (),
+            [("client", True, False), ("plugin", True, False), ("client", False, False)],
+        ),
+    ],
+)
+def test_a_stream_the_proxy_cut_sends_no_fin_of_its_side(
+    tmp_path: Path, cut: str, resets: tuple[Direction, ...], ends: list[tuple[str, bool, bool]]
+) -> None:
+    request = GOLEM.encode_payload({"id": "a", "method": "viewport.capture", "params": {}})
+    events = [
+        ConnectionOpened(
+            conn=1, route="main", client="127.0.0.1:50001", upstream="127.0.0.1:9876", t=0.0
+        ),
+        FrameSeen(
+            conn=1, route="main", direction=Direction.C2S, index=0, t=0.1,
+            size=4 + len(request), payload=request, message=GOLEM.parse(request, None),
+        ),
+        StreamEnded(
+            conn=1, route="main", direction=Direction.S2C, t=0.5, unanswered=(0,), cut=cut
+        ),
+        ConnectionClosed(
+            conn=1, route="main", t=0.5, bytes_c2s=4 + len(request), bytes_s2c=0,
+            reason="client reset the connection", abnormal=True, resets=resets,
+        ),
+    ]  # fmt: skip
+    recording = tmp_path / "cut.jsonl"
+    recording.write_bytes(write_recording(events))
+    capture = tmp_path / "cut.pcapng"
+    done = run_cli("export", str(recording), "--format", "pcapng", "--out", str(capture))
+    assert done.returncode == 0, done.stderr
+    fields = ["-T", "fields", "-e", "tcp.srcport", "-e", "tcp.flags.fin", "-e", "tcp.flags.reset"]
+    rows = [row.split("\t") for row in tshark("-r", str(capture), *fields).splitlines()]
+    is_set = ("1", "True")
+    assert [
+        ("plugin" if port == "9876" else "client", fin in is_set, rst in is_set)
+        for port, fin, rst in rows[4:]
+    ] == ends
+    assert tshark("-r", str(capture), "-Y", "_ws.expert.severity >= error").strip() == ""
