@@ -42,7 +42,11 @@ def test_an_answer_whose_client_reset_is_cut_by_the_proxy_not_truncated_by_the_p
 ) -> None:
     record = tmp_path / "s.jsonl"
     with observed_proxy(record, "--observer", observer) as cli:
-        sock = socket.create_connection(("127.0.0.1", cli.port), timeout=20)
+        sock = socket.socket()
+        # A small window: the answer cannot all be in the kernels' buffers when it resets.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.settimeout(20)
+        sock.connect(("127.0.0.1", cli.port))
         sock.sendall(_request(16 * MIB))
         got = 0
         while got < 200_000:
