@@ -18,7 +18,20 @@ if TYPE_CHECKING:
     # Only an annotation here: events.py imports this module to re-export its events.
     from .events import Direction
 
-__all__ = ["FaultInjected", "InterceptKind", "InterceptStep", "ProxyAction"]
+__all__ = [
+    "RESET_CUT",
+    "TRUNCATE_CUT",
+    "FaultInjected",
+    "InterceptKind",
+    "InterceptStep",
+    "ProxyAction",
+]
+
+TRUNCATE_CUT = "--fault truncate"
+"""How a stream ``--fault truncate`` ended reads (`StreamEnded.cut`): part of a frame sent,
+then a FIN."""
+RESET_CUT = "--fault reset"
+"""How the streams ``--fault reset`` ended read (`StreamEnded.cut`): both sides reset."""
 
 
 @dataclass(frozen=True, kw_only=True)

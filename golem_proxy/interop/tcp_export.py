@@ -62,6 +62,7 @@ from ..events import (
     ObservationLost,
     StreamEnded,
 )
+from ..proxy_actions import TRUNCATE_CUT
 from ..recording.format import Header
 from ..recording.reader import route_profiles
 from ..recording.schema import started_at_time
@@ -329,7 +330,7 @@ class _Exporter:
         del self.conversations[event.conn]
 
 
-_FIN_CUTS = frozenset(("", "--fault truncate"))
+_FIN_CUTS = frozenset(("", TRUNCATE_CUT))
 """The ends of stream (`StreamEnded.cut`) a FIN carried: a side's own, and ``--fault
 truncate``'s (it sends part of a frame, then closes with a FIN)."""
 

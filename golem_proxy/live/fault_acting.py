@@ -14,6 +14,7 @@ import trio
 from golem_core.framing import Frame
 
 from ..events import Direction
+from ..proxy_actions import RESET_CUT, TRUNCATE_CUT
 from .action_events import ActionEvents
 from .answer_turns import AnswerTurns, takes_turn
 from .connection import Connection
@@ -157,7 +158,7 @@ class FaultActing:
                 # Both streams end by the fault, which is how the requests left unanswered
                 # read (`ConnectionTap.cut`), as after ``--fault truncate``.
                 for ended in (Direction.S2C, Direction.C2S):
-                    self.conn.mark_cut(ended, self.now(), "--fault reset")
+                    self.conn.mark_cut(ended, self.now(), RESET_CUT)
                 self.scope.cancel()
                 return False
             return True  # dropped
@@ -171,9 +172,9 @@ class FaultActing:
             self.conn.eof[direction] = True
             async with self.locks[direction]:
                 # The side did not close: what it leaves unanswered is the proxy's doing.
-                self.conn.observe_cut(direction, self.now(), "--fault truncate")
+                self.conn.observe_cut(direction, self.now(), TRUNCATE_CUT)
             if direction is Direction.C2S:  # ending the connection, it reads no more answers
-                self.conn.mark_cut(Direction.S2C, self.now(), "--fault truncate")
+                self.conn.mark_cut(Direction.S2C, self.now(), TRUNCATE_CUT)
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             if unsent:
                 self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")

@@ -119,7 +119,12 @@ def _acked(info: Optional[bytes], connected: bool) -> Optional[int]:
 def acked_past(sock: trio.socket.SocketType, offset: int, connected: bool) -> bool:
     """Whether the peer's kernel acknowledged data sent on ``sock`` past its first ``offset``
     bytes (they reached its socket); False where it cannot be told (`bytes_acked`)."""
-    acked = bytes_acked(sock, connected)
+    return _acked_past(_tcp_info(sock, 256), offset, connected)
+
+
+def _acked_past(info: Optional[bytes], offset: int, connected: bool) -> bool:
+    """`acked_past` read from ``info``, a ``struct tcp_info`` (None: none)."""
+    acked = _acked(info, connected)
     return acked is not None and acked > offset
 
 
@@ -134,8 +139,7 @@ def refused_unread(sock: trio.socket.SocketType, offset: int) -> bool:
     info = _tcp_info(sock, 256)
     if not info or info[0] != _TCP_CLOSE:
         return False
-    acked = _acked(info, connected=False)  # the same read: still there once reset
-    return not (acked is not None and acked > offset)
+    return not _acked_past(info, offset, connected=False)  # the same read: there once reset
 
 
 async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:

@@ -31,6 +31,23 @@ def _lines(record: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in record.read_text().splitlines()[1:]]
 
 
+def _slow_reader(port: int, half_close: bool = False) -> socket.socket:
+    """A client that asks for a 16 MiB answer (``half_close``: then ends its side) and reads
+    a little of it, then no more: the answer stalls, the plugin still sending it. Its window
+    is small, so the answer cannot all sit in the kernels' buffers meanwhile."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.settimeout(20)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(_request(16 * MIB))
+    if half_close:
+        sock.shutdown(socket.SHUT_WR)
+    got = 0
+    while got < 200_000:
+        got += len(sock.recv(65536))
+    return sock
+
+
 def _reset(sock: socket.socket) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
@@ -42,16 +59,7 @@ def test_an_answer_whose_client_reset_is_cut_by_the_proxy_not_truncated_by_the_p
 ) -> None:
     record = tmp_path / "s.jsonl"
     with observed_proxy(record, "--observer", observer) as cli:
-        sock = socket.socket()
-        # A small window: the answer cannot all be in the kernels' buffers when it resets.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-        sock.settimeout(20)
-        sock.connect(("127.0.0.1", cli.port))
-        sock.sendall(_request(16 * MIB))
-        got = 0
-        while got < 200_000:
-            got += len(sock.recv(65536))
-        _reset(sock)
+        _reset(_slow_reader(cli.port))
         wait_for(lambda: '"kind":"close"' in record.read_text(), what="the close recorded")
         cli.stop()
     lines = _lines(record)
@@ -109,14 +117,7 @@ def test_an_answer_the_proxy_stopped_reading_at_its_stop_is_cut_by_the_stop(
     the proxy cuts the connection, and the answer reads cut by the proxy's stop, not
     truncated by the plugin (nor ``unanswered (upstream closed)``: the plugin never closed)."""
     record = tmp_path / "s.jsonl"
-    with observed_proxy(record, "--drain-timeout", "0.5") as cli, socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-        sock.settimeout(20)
-        sock.connect(("127.0.0.1", cli.port))
-        sock.sendall(_request(16 * MIB))
-        got = 0
-        while got < 200_000:
-            got += len(sock.recv(65536))
+    with observed_proxy(record, "--drain-timeout", "0.5") as cli, _slow_reader(cli.port):
         out = cli.stop()
     assert "golem.frame.truncated" not in out and "upstream ended its stream" not in out, out
     assert "the proxy ended the upstream's stream (the proxy's stop)" in out, out
@@ -129,18 +130,8 @@ def test_an_answer_the_proxy_stopped_reading_at_its_stop_is_cut_by_the_stop(
 
 
 def _half_closed_reader(port: int) -> socket.socket:
-    """A client that sends a large request, ends its side (FIN) and reads a little of the
-    answer, then no more: the answer stalls, the plugin still sending it."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    sock.settimeout(20)
-    sock.connect(("127.0.0.1", port))
-    sock.sendall(_request(16 * MIB))
-    sock.shutdown(socket.SHUT_WR)
-    got = 0
-    while got < 200_000:
-        got += len(sock.recv(65536))
-    return sock
+    """`_slow_reader` that ends its side (FIN) after its request."""
+    return _slow_reader(port, half_close=True)
 
 
 def test_an_answer_to_a_client_that_half_closed_is_cut_by_the_stop(tmp_path: Path) -> None:
